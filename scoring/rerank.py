@@ -1,0 +1,244 @@
+"""The hybrid re-ranker: ten weighted components plus the context bonus (spec 000/001).
+
+final_score = vector·w_v + keyword·w_k + metadata·w_m + exact·w_e + importance·w_i
+            + confidence·w_c + recency·w_r + tag·w_t + relation·w_rel + relevance·w_rv
+            + context_bonus
+
+Two profiles decide the query-dependent components:
+
+* `automem` reproduces AutoMem: the vector component only for vector-arm candidates; keyword =
+  share of keywords in the content for vector-arm candidates, else the keyword arm's
+  normalised points; metadata only for sidecar candidates.
+* `engram` gives every candidate with a known cosine its (non-negative) cosine, and a keyword
+  component from IDF-weighted stemmed matches (`idf`) or normalised BM25 (`bm25`).
+
+Everything else (tag, exact, importance, confidence, recency, relation, relevance, context,
+the relevance gate) is identical in both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scoring.components import (
+    as_utc,
+    bm25_normalized,
+    exact_from_terms,
+    idf_keyword_share,
+    keyword_points,
+    keyword_share,
+    metadata_score,
+    metadata_terms,
+    recency_score,
+    tag_score,
+)
+from scoring.context import ContextProfile, context_bonus
+from scoring.weights import RecencyConfig, Weights
+
+PROFILES = ("automem", "engram")
+KEYWORD_MODES = ("idf", "bm25")
+# Match types a candidate can carry (spec 000, "Result fields").
+MATCH_TYPES = (
+    "vector",
+    "keyword",
+    "trending",
+    "metadata",
+    "tag",
+    "relation",
+    "entity_expansion",
+    "priority_id",
+    "state_replacement",
+)
+# automem/search/runtime_recall_helpers.py `_graph_trending_results`: a trending result's
+# match_score is its importance, which automem/utils/scoring.py counts as the keyword component.
+TRENDING_MATCH_TYPE = "trending"
+# automem/config.py RECALL_RELEVANCE_GATE is clamped into [0, 1].
+MIN_RELEVANCE_GATE, MAX_RELEVANCE_GATE = 0.0, 1.0
+# The components the relevance gate scales (automem/config.py RECALL_RELEVANCE_GATE comment and
+# AutoMem's tests: importance, confidence, recency, tag overlap, and the stored relevance).
+GATED_COMPONENTS = ("importance", "confidence", "recency", "tag", "relevance")
+# Sort key for a missing timestamp: older than every real one.
+_NO_TIMESTAMP = float("-inf")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory as the retrieval arms found it."""
+
+    id: str
+    content: str
+    tags: tuple[str, ...] = ()
+    type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    relevance_score: float | None = None
+    timestamp: datetime | None = None
+    updated_at: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata_terms: tuple[str, ...] = ()
+    vector_cosine: float | None = None  # cosine in [-1, 1]; None when unknown
+    bm25: float | None = None  # raw BM25 of the keyword arm; None when not matched
+    in_vector_arm: bool = False
+    in_keyword_arm: bool = False
+    in_metadata_arm: bool = False
+    relation: float = 0.0  # filled by graph expansion later
+    match_type: str = "vector"  # one of MATCH_TYPES
+
+
+@dataclass(frozen=True)
+class ScoringRequest:
+    """Everything about the request the scorer needs; validated once on construction."""
+
+    query: str
+    keywords: tuple[str, ...]
+    now: datetime
+    profile: str = "engram"  # "automem" or "engram"
+    keyword_mode: str = "idf"  # engram only: "idf" | "bm25"
+    idf: Mapping[str, float] = field(default_factory=dict)  # keyword -> IDF, engram profile
+    max_bm25: float = 0.0
+    weights: Weights = Weights()
+    recency: RecencyConfig = RecencyConfig()
+    context: ContextProfile | None = None
+    relevance_gate: float = 0.0  # RECALL_RELEVANCE_GATE; 0 disables the gate
+    tag_token_cap: int = 0  # SEARCH_TAG_SCORE_TOKEN_CAP (automem/config.py); 0 = full length
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {self.profile!r}")
+        if self.keyword_mode not in KEYWORD_MODES:
+            raise ValueError(
+                f"keyword_mode must be one of {', '.join(KEYWORD_MODES)}; "
+                f"got {self.keyword_mode!r}"
+            )
+        gate = min(MAX_RELEVANCE_GATE, max(MIN_RELEVANCE_GATE, float(self.relevance_gate)))
+        object.__setattr__(self, "relevance_gate", gate)
+        object.__setattr__(self, "keywords", tuple(self.keywords))
+
+
+@dataclass(frozen=True)
+class ScoredCandidate:
+    candidate: Candidate
+    final_score: float
+    # vector, keyword, metadata, relation, tag, importance, confidence, recency, exact,
+    # relevance, context, evidence, relevance_gated (+ temporal after the recency re-rank).
+    # A fresh dict per result: the caller may copy it into the response as is.
+    components: Mapping[str, float | bool]
+
+
+def _number(value: Any) -> float:
+    """A numeric field, 0.0 when missing or not a number (spec 001 "When a field is missing")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value)
+
+
+def _terms(c: Candidate, *, include_entities: bool) -> tuple[str, ...]:
+    """Metadata terms from the metadata itself when present, else the stored terms."""
+    if c.metadata:
+        return tuple(metadata_terms(c.metadata, include_entities=include_entities))
+    return tuple(c.metadata_terms)
+
+
+def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, float]:
+    """(vector, keyword, metadata) for the request's profile."""
+    keywords = req.keywords
+    if req.profile == "automem":
+        vector = _number(c.vector_cosine) if c.in_vector_arm else 0.0
+        if c.in_vector_arm:
+            keyword = keyword_share(keywords, c.content)
+        elif c.in_keyword_arm:
+            keyword = keyword_points(keywords, req.query, c.content, c.tags)
+        else:
+            keyword = 0.0
+    else:
+        vector = max(0.0, float(c.vector_cosine)) if c.vector_cosine is not None else 0.0
+        if req.keyword_mode == "bm25":
+            keyword = bm25_normalized(c.bm25, req.max_bm25)
+        else:
+            keyword = idf_keyword_share(keywords, c.content, req.idf)
+    if c.match_type == TRENDING_MATCH_TYPE:
+        keyword = _number(c.importance)
+    metadata = metadata_score(keywords, req.query, c.metadata) if c.in_metadata_arm else 0.0
+    return vector, keyword, metadata
+
+
+def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
+    """Score one candidate; nothing is rounded."""
+    w = req.weights
+    vector, keyword, metadata = _query_dependent(c, req)
+    all_terms = _terms(c, include_entities=True)
+    components: dict[str, float | bool] = {
+        "vector": vector,
+        "keyword": keyword,
+        "metadata": metadata,
+        "relation": float(c.relation),
+        # AutoMem leaves generated entities out of the tag component (its tests:
+        # "ignores_generated_entities_for_generic_tag_score").
+        "tag": tag_score(
+            req.keywords,
+            c.tags,
+            _terms(c, include_entities=False),
+            token_cap=req.tag_token_cap,
+        ),
+        "importance": _number(c.importance),
+        "confidence": _number(c.confidence),
+        "recency": recency_score(c.timestamp, req.now, req.recency),
+        "exact": exact_from_terms(req.query, all_terms),
+        "relevance": _number(c.relevance_score),
+        "context": context_bonus(
+            req.context,
+            memory_id=c.id,
+            tags=c.tags,
+            type=c.type,
+            metadata_terms=all_terms,
+            content=c.content,
+        ),
+    }
+    # spec 000 "evidence (the strongest of the vector, keyword, metadata, and exact scores)".
+    evidence = max(vector, keyword, metadata, components["exact"])
+    components["evidence"] = evidence
+    # automem/config.py RECALL_RELEVANCE_GATE: with query keywords and evidence below the gate,
+    # scale the query-independent components by evidence / gate (a ramp, not a cliff); the
+    # context bonus is never gated.
+    gated = req.relevance_gate > 0 and bool(req.keywords) and evidence < req.relevance_gate
+    if gated:
+        scale = max(0.0, evidence) / req.relevance_gate
+        for name in GATED_COMPONENTS:
+            components[name] = float(components[name]) * scale
+    components["relevance_gated"] = gated
+    final = (
+        w.vector * components["vector"]
+        + w.keyword * components["keyword"]
+        + w.metadata * components["metadata"]
+        + w.exact * components["exact"]
+        + w.importance * components["importance"]
+        + w.confidence * components["confidence"]
+        + w.recency * components["recency"]
+        + w.tag * components["tag"]
+        + w.relation * components["relation"]
+        + w.relevance * components["relevance"]
+        + components["context"]
+    )
+    return ScoredCandidate(candidate=c, final_score=final, components=components)
+
+
+def _timestamp_key(c: Candidate) -> float:
+    return as_utc(c.timestamp).timestamp() if c.timestamp is not None else _NO_TIMESTAMP
+
+
+def rank_key(scored: ScoredCandidate) -> tuple[float, float, str]:
+    """Score descending; exact ties newest first (AutoMem's `_score_sort_key` tiebreak), then
+    id ascending so the order is total."""
+    return (-scored.final_score, -_timestamp_key(scored.candidate), scored.candidate.id)
+
+
+def sort_scored(scored: Iterable[ScoredCandidate]) -> list[ScoredCandidate]:
+    return sorted(scored, key=rank_key)
+
+
+def rank(cands: Iterable[Candidate], req: ScoringRequest) -> list[ScoredCandidate]:
+    """Score every candidate and sort them (see `rank_key`)."""
+    return sort_scored(score_candidate(c, req) for c in cands)

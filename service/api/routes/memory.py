@@ -1,0 +1,61 @@
+"""Memory CRUD and batch (spec 003: Memory). Thin: validate, call the writer, shape the answer."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.errors import NotFound
+from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
+from service.writes import valid_id
+
+router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
+
+
+def public_memory(memory_id: str, source: dict) -> dict:
+    out = {k: v for k, v in source.items() if k not in ("embedding", "bank", "tags_norm", "metadata_terms")}
+    out["id"] = memory_id
+    return out
+
+
+@router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True)
+def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
+    p = writer.create(req)
+    d = p.doc
+    return StoreResponse(
+        memory_id=p.memory_id, type=d["type"], confidence=d["confidence"], importance=d["importance"],
+        tags=d["tags"], timestamp=d["timestamp"], warnings=p.warnings or None,
+    )
+
+
+@router.post("/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True)
+def store_batch(req: MemoryBatch, writer: WriterDep):
+    prepared, errors = writer.create_batch(req.memories)
+    warnings = [w for p in prepared for w in p.warnings] or None
+    failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]
+    ids = [None if err else p.memory_id for p, err in zip(prepared, errors)]
+    if failed:
+        body = BatchResponse(status="partial_success", memory_ids=ids, count=len(prepared) - len(failed), failed=failed, warnings=warnings)
+        return JSONResponse(body.model_dump(exclude_none=True), status_code=207)
+    return BatchResponse(memory_ids=ids, count=len(ids), warnings=warnings)
+
+
+@router.get("/memory/{memory_id}")
+def get_memory(memory_id: str, store: StoreDep) -> dict:
+    source = store.get(memory_id) if valid_id(memory_id) else None
+    if source is None:
+        raise NotFound(f"Memory {memory_id} not found")
+    return {"status": "success", "memory": public_memory(memory_id, source)}
+
+
+@router.patch("/memory/{memory_id}")
+def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep) -> dict:
+    updated = writer.update(memory_id, req)
+    return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
+
+
+@router.delete("/memory/{memory_id}")
+def delete_memory(memory_id: str, writer: WriterDep) -> dict:
+    writer.delete(memory_id)
+    return {"status": "success", "memory_id": memory_id}

@@ -1,0 +1,19 @@
+"""GET /recall (spec 000). Thin: parse and validate parameters, run the pipeline, return its body."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from service.api.deps import ApiAuth
+from service.recall.params import parse_recall_params
+from service.writes import utcnow
+
+router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
+
+
+@router.get("/recall")
+def recall(request: Request) -> dict:
+    state = request.app.state
+    now = utcnow()
+    params = parse_recall_params(request.query_params, state.settings, dimension=state.embedder.dimension, now=now)
+    return state.recall.recall(params, now)

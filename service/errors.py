@@ -1,0 +1,84 @@
+"""Domain exceptions and the one error shape: {"status": "error", "code": N, "message": "..."}.
+
+Every handler lives here (STYLE.md practice 10), including FastAPI's own validation errors, which
+the spec wants as 400 rather than 422.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("engram.errors")
+
+
+class EngramError(Exception):
+    status_code = 500
+
+    def __init__(self, message: str, *, status_code: int | None = None, extra: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        if status_code is not None:
+            self.status_code = status_code
+        self.extra = extra or {}
+
+
+class BadRequest(EngramError):
+    status_code = 400
+
+
+class Unauthorized(EngramError):
+    status_code = 401
+
+
+class Forbidden(EngramError):
+    status_code = 403
+
+
+class NotFound(EngramError):
+    status_code = 404
+
+
+class EngineUnavailable(EngramError):
+    """OpenSearch cannot be reached or refused the request for a reason that is not the caller's fault."""
+
+    status_code = 503
+
+
+def error_body(code: int, message: str, **extra) -> dict:
+    return {"status": "error", "code": code, "message": message, **extra}
+
+
+def _describe_validation(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+        where = ".".join(loc)
+        if err.get("type") == "json_invalid":
+            return "Malformed JSON body"
+        msg = err.get("msg", "invalid value")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts) or "Invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(EngramError)
+    async def _engram(_: Request, exc: EngramError) -> JSONResponse:
+        return JSONResponse(error_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(error_body(400, _describe_validation(exc)), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body(500, f"Internal error: {type(exc).__name__}"), status_code=500)

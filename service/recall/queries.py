@@ -1,0 +1,150 @@
+"""Pure builders of the OpenSearch DSL for recall (STYLE.md practice 4): plain values in, dicts out.
+
+Every arm shares one filter, built once, and all arms travel in one `_msearch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from service.tags import hierarchy_key, normalize_tag
+
+SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    bank: str
+    tags: tuple[str, ...] = ()
+    tag_mode: str = "any"  # any | all
+    tag_match: str = "prefix"  # prefix | exact
+    exclude_tags: tuple[str, ...] = ()
+    start: datetime | None = None
+    end: datetime | None = None
+    excluded_types: tuple[str, ...] = ()
+    extra: tuple[dict, ...] = field(default=())  # state filter clauses (graph issue seam)
+    extra_must_not: tuple[dict, ...] = field(default=())
+
+
+def tag_clauses(tags: Sequence[str], tag_mode: str, tag_match: str) -> list[dict]:
+    if not tags:
+        return []
+    if tag_match == "exact":
+        field_name, values = "tags_norm", [normalize_tag(t) for t in tags]
+    else:
+        field_name, values = "tag_prefixes", [hierarchy_key(t) for t in tags]
+    values = [v for v in dict.fromkeys(values) if v]
+    if tag_mode == "all":
+        return [{"term": {field_name: v}} for v in values]
+    return [{"terms": {field_name: values}}]
+
+
+def filter_clauses(f: RecallFilter, *, scoped: bool = True) -> dict:
+    """The bool filter every arm shares. `scoped=False` lifts only the tag scope (scope_fallback, expansion)."""
+    filters: list[dict] = [{"term": {"bank": f.bank}}]
+    if scoped:
+        filters += tag_clauses(f.tags, f.tag_mode, f.tag_match)
+    if f.start or f.end:
+        rng: dict = {}
+        if f.start:
+            rng["gte"] = f.start.isoformat()
+        if f.end:
+            rng["lte"] = f.end.isoformat()  # both bounds inclusive, as AutoMem's _result_passes_filters
+        filters.append({"range": {"timestamp": rng}})
+    filters += list(f.extra)
+    must_not: list[dict] = [{"term": {"archived": True}}]
+    if f.exclude_tags:
+        # Hierarchy-aware (a deliberate fix of AutoMem's raw string prefix): excluding
+        # conversation_5 drops conversation_5 and conversation_5:x but not conversation_50.
+        must_not.append({"terms": {"tag_prefixes": [hierarchy_key(t) for t in f.exclude_tags]}})
+    if f.excluded_types:
+        must_not.append({"terms": {"type": list(f.excluded_types)}})
+    must_not += list(f.extra_must_not)
+    return {"bool": {"filter": filters, "must_not": must_not}}
+
+
+def bm25_query(query: str) -> dict:
+    """Content (english analyzer) and tags, with a phrase boost."""
+    return {
+        "bool": {
+            "should": [
+                {"match": {"content": {"query": query}}},
+                {"match": {"tags_text": {"query": query, "boost": 0.5}}},
+                {"match_phrase": {"content.exact": {"query": query, "slop": 1, "boost": 2.0}}},
+            ],
+            "minimum_should_match": 1,
+        }
+    }
+
+
+def _source(with_embedding: bool) -> dict:
+    # Hits the kNN arm may not have scored carry their vector, so the re-ranker can give every
+    # candidate its cosine (OpenSearch cannot return per-clause scores inside an _msearch).
+    excludes = [f for f in SOURCE_EXCLUDES if not (with_embedding and f == "embedding")]
+    return {"excludes": excludes}
+
+
+def knn_arm(vector: Sequence[float], k: int, flt: dict) -> dict:
+    """Filtered kNN (Lucene HNSW); the hit score is (1 + cos) / 2."""
+    return {"size": k, "_source": _source(False), "query": {"knn": {"embedding": {"vector": list(vector), "k": k, "filter": flt}}}}
+
+
+def keyword_arm(query: str, size: int, flt: dict, *, with_embedding: bool) -> dict:
+    """BM25 over content and tags; the hit score is the BM25 score."""
+    return {"size": size, "_source": _source(with_embedding), "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
+
+
+def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict, *, with_embedding: bool) -> dict:
+    """The metadata sidecar: whitelisted metadata values matching the query or its keywords."""
+    terms = list(dict.fromkeys([query.strip().lower(), *keywords]))
+    should: list[dict] = [
+        {"terms": {"metadata_terms": terms, "boost": 2.0}},
+        {"match": {"metadata_text": {"query": query}}},
+    ]
+    return {
+        "size": size,
+        "_source": _source(with_embedding),
+        "query": {"bool": {"must": [{"bool": {"should": should, "minimum_should_match": 1}}], "filter": [flt]}},
+    }
+
+
+def doc_count_arm(flt: dict, keyword: str | None) -> dict:
+    """size-0 count of documents in scope (optionally containing `keyword`): IDF for the engram keyword component."""
+    bool_q: dict = {"filter": [flt]}
+    if keyword is not None:
+        bool_q["must"] = [{"match": {"content": {"query": keyword}}}]
+    return {"size": 0, "track_total_hits": True, "query": {"bool": bool_q}}
+
+
+SORTS = {
+    "time_desc": [{"updated_at": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
+    "updated_desc": [{"updated_at": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
+    "time_asc": [{"updated_at": {"order": "asc", "missing": "_last"}}, {"timestamp": {"order": "asc", "missing": "_last"}}],
+    "updated_asc": [{"updated_at": {"order": "asc", "missing": "_last"}}, {"timestamp": {"order": "asc", "missing": "_last"}}],
+    "score": [{"importance": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
+}
+
+
+def trending_arm(size: int, flt: dict, sort: str) -> dict:
+    """No query (or `*`): high-importance memories, ordered per `sort` (importance first for `score`)."""
+    return {"size": size, "_source": _source(False), "query": flt, "sort": SORTS.get(sort, SORTS["score"]) + [{"id": "asc"}]}
+
+
+def ids_arm(ids: Sequence[str], flt: dict, *, with_embedding: bool) -> dict:
+    """Fetch given ids under every filter (priority_ids)."""
+    return {"size": len(ids), "_source": _source(with_embedding), "query": {"bool": {"filter": [flt, {"ids": {"values": list(ids)}}]}}}
+
+
+def anchor_arm(size: int, flt: dict, tag_keys: Sequence[str], types: Sequence[str], *, with_embedding: bool) -> dict | None:
+    """Memories matching the context profile (tags, types), to inject as anchors when none ranked."""
+    should: list[dict] = []
+    if tag_keys:
+        should.append({"terms": {"tag_prefixes": list(tag_keys)}})
+    if types:
+        should.append({"terms": {"type": list(types)}})
+    if not should:
+        return None
+    query = {"bool": {"filter": [flt, {"bool": {"should": should, "minimum_should_match": 1}}]}}
+    return {"size": size, "_source": _source(with_embedding), "query": query, "sort": SORTS["score"] + [{"id": "asc"}]}

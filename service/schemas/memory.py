@@ -1,0 +1,96 @@
+"""Request and response models of the memory write API (spec 003: Memory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Client-chosen ids (imports that can be re-run): URL-safe, bounded. Server ids are UUID4.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+
+
+def _tags(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [t for t in (p.strip() for p in value.split(",")) if t]
+    return value
+
+
+class MemoryFields(BaseModel):
+    """Fields shared by create and update; every input is bounded."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tags: list[str] | None = Field(None, description="Tags; hierarchy segments separated by ':' or '/'", max_length=200)
+    importance: float | None = Field(None, ge=0.0, le=1.0, description="0-1; 0.5 when omitted on create")
+    type: str | None = Field(None, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] | None = None
+    timestamp: str | None = Field(None, description="ISO 8601 creation time; now when omitted")
+    t_valid: str | None = Field(None, description="ISO 8601: valid from")
+    t_invalid: str | None = Field(None, description="ISO 8601: invalid from")
+    updated_at: str | None = None
+    last_accessed: str | None = None
+    relevance_score: float | None = Field(None, ge=0.0)
+    archived: bool | None = None
+
+    _split_tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _tags(v)))
+
+    @field_validator("type")
+    @classmethod
+    def _type_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("type must be a non-empty string")
+        return value
+
+
+class MemoryCreate(MemoryFields):
+    content: str = Field(..., description="The memory text (required, non-empty)")
+    embedding: list[float] | None = Field(None, description="Precomputed vector; its length must equal the model's")
+    id: str | None = Field(None, pattern=ID_PATTERN, description="Client id: the write becomes an idempotent upsert")
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must be a non-empty string")
+        return value
+
+
+class MemoryUpdate(MemoryFields):
+    content: str | None = None
+    embedding: list[float] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("content must be a non-empty string")
+        return value
+
+
+class MemoryBatch(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    memories: list[MemoryCreate] = Field(..., min_length=1, max_length=500, description="1-500 memories")
+
+
+class StoreResponse(BaseModel):
+    status: str = "success"
+    memory_id: str
+    type: str
+    confidence: float
+    importance: float
+    tags: list[str]
+    timestamp: str
+    warnings: list[str] | None = None
+
+
+class BatchResponse(BaseModel):
+    status: str = "success"
+    memory_ids: list[str | None]
+    count: int
+    failed: list[dict[str, Any]] | None = None
+    warnings: list[str] | None = None
