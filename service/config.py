@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     search_recency_window_days: float = 180.0
     search_recency_curve: str = "linear"
     search_scoring_profile: Literal["engram", "automem"] = "engram"
+    # engram profile keyword component: IDF-weighted share of stemmed keywords, or BM25 / best BM25.
+    search_keyword_mode: Literal["idf", "bm25"] = "idf"
 
     # --- recall (spec 000 / 001) ---
     recall_max_limit: int = 100

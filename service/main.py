@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
 
 from service import __version__
 from service.api.routes import health, memory, recall
@@ -68,7 +67,6 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         version=__version__,
         description="Memory recall for AI agents: the AutoMem memory API on OpenSearch.",
         lifespan=lifespan,
-        default_response_class=ORJSONResponse,
     )
     install_error_handlers(app)
     app.include_router(health.router)

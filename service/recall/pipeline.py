@@ -222,7 +222,7 @@ class RecallService:
             # Fills never include in-scope memories: they are in scope by definition.
             unscoped["bool"]["must_not"] = unscoped["bool"]["must_not"] + Q.tag_clauses(p.tags, "any", p.tag_match)
             arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), unscoped)))
-        idf_needed = bool(text and keywords and p.scoring_profile == "engram")
+        idf_needed = bool(text and keywords and p.scoring_profile == "engram" and self.settings.search_keyword_mode == "idf")
         if idf_needed:
             arms.append(("count", Q.doc_count_arm(flt, None)))
             arms += [(f"df:{kw}", Q.doc_count_arm(flt, kw)) for kw in keywords]
@@ -258,7 +258,7 @@ class RecallService:
         cands = [h.candidate(default_match) for h in hits.values()]
         req = ScoringRequest(
             query=text or "", keywords=tuple(keywords), now=now, profile=p.scoring_profile,
-            keyword_mode="idf", idf=idf, max_bm25=max((c.bm25 or 0.0 for c in cands), default=0.0),
+            keyword_mode=self.settings.search_keyword_mode, idf=idf, max_bm25=max((c.bm25 or 0.0 for c in cands), default=0.0),
             weights=self.weights, recency=self.recency, context=profile,
             relevance_gate=self.settings.recall_relevance_gate,
         )

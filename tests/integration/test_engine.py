@@ -1,0 +1,77 @@
+"""The engine itself: the OpenSearch features Engram relies on, proved on the real local node."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from opensearchpy import helpers
+
+
+@pytest.fixture
+def index(os_client):
+    name = f"probe-{uuid.uuid4().hex[:8]}"
+    os_client.indices.create(
+        index=name,
+        body={
+            "settings": {"index": {"knn": True, "number_of_replicas": 0}},
+            "mappings": {
+                "properties": {
+                    "v": {"type": "knn_vector", "dimension": 3, "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}},
+                    "text": {"type": "text", "analyzer": "english"},
+                    "tag": {"type": "keyword"},
+                }
+            },
+        },
+    )
+    docs = [
+        ("a", [1, 0, 0], "The dogs were running home", "x"),
+        ("b", [0.9, 0.1, 0], "A cat sleeps", "y"),
+        ("c", [0, 1, 0], "Running is healthy", "y"),
+        ("d", [0, 0, 1], "Nothing to see", "z"),
+    ]
+    ok, errors = helpers.bulk(
+        os_client, [{"_index": name, "_id": i, "_source": {"v": v, "text": t, "tag": g}} for i, v, t, g in docs], refresh=True
+    )
+    assert ok == 4 and not errors
+    yield name
+    os_client.indices.delete(index=name, ignore=[404])
+
+
+def test_filtered_knn_on_lucene_engine(os_client, index):
+    resp = os_client.search(index=index, body={"query": {"knn": {"v": {"vector": [1, 0, 0], "k": 3, "filter": {"term": {"tag": "y"}}}}}})
+    hits = [(h["_id"], round(h["_score"], 4)) for h in resp["hits"]["hits"]]
+    # Only tag y; ordered by cosine; Lucene's cosine score is (1 + cos) / 2.
+    assert [h[0] for h in hits] == ["b", "c"]
+    assert hits[0][1] == pytest.approx((1 + 0.9 / (0.9**2 + 0.1**2) ** 0.5) / 2, abs=1e-4)
+    assert hits[1][1] == pytest.approx(0.5, abs=1e-4)
+
+
+def test_english_analyzer_stems(os_client, index):
+    tokens = os_client.indices.analyze(index=index, body={"field": "text", "text": "The dogs were running"})["tokens"]
+    assert [t["token"] for t in tokens] == ["dog", "were", "run"]
+    resp = os_client.search(index=index, body={"query": {"match": {"text": "run"}}})
+    assert sorted(h["_id"] for h in resp["hits"]["hits"]) == ["a", "c"]
+
+
+def test_msearch_terms_lookup_and_delete_by_query(os_client, index):
+    lookup = f"{index}-lookup"
+    os_client.indices.create(index=lookup, body={"settings": {"number_of_replicas": 0}})
+    os_client.index(index=lookup, id="wanted", body={"tags": ["x", "z"]}, refresh=True)
+    try:
+        resp = os_client.msearch(
+            body=[
+                {"index": index},
+                {"query": {"terms": {"tag": {"index": lookup, "id": "wanted", "path": "tags"}}}},
+                {"index": index},
+                {"size": 0, "track_total_hits": True, "query": {"match_all": {}}},
+            ]
+        )
+        first, second = resp["responses"]
+        assert sorted(h["_id"] for h in first["hits"]["hits"]) == ["a", "d"]
+        assert second["hits"]["total"]["value"] == 4
+        deleted = os_client.delete_by_query(index=index, body={"query": {"term": {"tag": "y"}}}, refresh=True)
+        assert deleted["deleted"] == 2
+        assert os_client.count(index=index)["count"] == 2
+    finally:
+        os_client.indices.delete(index=lookup, ignore=[404])

@@ -1,0 +1,57 @@
+"""Index templates: versioned indices behind aliases, idempotent start-up, dimension = the model's."""
+
+from __future__ import annotations
+
+from service.storage.bootstrap import load_template
+
+
+def test_indices_behind_aliases_with_model_dimension(api, os_client, embedder):
+    settings = api.app.state.settings
+    aliases = os_client.indices.get_alias(name=settings.memories_alias)
+    assert list(aliases) == [f"{settings.memories_alias}-v1"]
+    mapping = os_client.indices.get_mapping(index=settings.memories_alias)[f"{settings.memories_alias}-v1"]["mappings"]
+    vector = mapping["properties"]["embedding"]
+    assert vector["dimension"] == embedder.dimension == 384
+    assert vector["method"]["engine"] == "lucene" and vector["method"]["space_type"] == "cosinesimil"
+    index_settings = os_client.indices.get_settings(index=settings.memories_alias)[f"{settings.memories_alias}-v1"]["settings"]["index"]
+    assert index_settings["knn"] == "true"
+    assert list(os_client.indices.get_alias(name=settings.edges_alias)) == [f"{settings.edges_alias}-v1"]
+
+
+def test_template_file_default_dimension_matches_default_model(embedder):
+    raw = load_template("memories")
+    assert raw["template"]["mappings"]["properties"]["embedding"]["dimension"] == embedder.dimension
+    assert raw["template"]["mappings"]["properties"]["embedding"]["method"]["engine"] == "lucene"
+
+
+def test_startup_is_idempotent_and_keeps_data(make_client, engine_url, embedder):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    api = make_client()
+    memory_id = api.post("/memory", json={"content": "kept across restarts"}).json()["memory_id"]
+    settings = api.app.state.settings
+    with TestClient(create_app(settings, embedder=embedder), headers=dict(api.headers)) as again:
+        assert again.get(f"/memory/{memory_id}").status_code == 200
+
+
+def test_dimension_mismatch_refuses_to_start(make_client, embedder):
+    from fastapi.testclient import TestClient
+
+    from service.errors import EngramError
+    from service.main import create_app
+
+    api = make_client()
+    settings = api.app.state.settings
+
+    class Wide:
+        dimension = 768
+        short_name = "wide"
+        model_name = "wide"
+
+    import pytest
+
+    with pytest.raises(EngramError, match="384-dimensional"):
+        with TestClient(create_app(settings, embedder=Wide())):
+            pass
