@@ -36,6 +36,7 @@ from scoring.components import (
     tag_score,
 )
 from scoring.context import ContextProfile, context_bonus
+from scoring.keywords import topic_keywords
 from scoring.weights import RecencyConfig, Weights
 
 PROFILES = ("automem", "engram")
@@ -158,7 +159,7 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
         if req.keyword_mode == "bm25":
             keyword = bm25_normalized(c.bm25, req.max_bm25)
         else:
-            keyword = idf_keyword_share(keywords, c.content, req.idf)
+            keyword = idf_keyword_share(topic_keywords(keywords), c.content, req.idf)
     if c.match_type == TRENDING_MATCH_TYPE:
         keyword = _number(c.importance)
     metadata = metadata_score(keywords, req.query, c.metadata) if c.in_metadata_arm else 0.0

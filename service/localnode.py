@@ -86,6 +86,8 @@ def free_port() -> int:
 
 def port_is_free(port: int) -> bool:
     with socket.socket() as sock:
+        # As the JVM binds (SO_REUSEADDR): a port left in TIME_WAIT by a killed node is reusable.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

@@ -45,7 +45,7 @@ def test_acknowledged_writes_survive_kill_and_restart(own_node, embedder):
         ids = [one.json()["memory_id"], *batch.json()["memory_ids"]]
 
     assert own_node.stop(kill=True)  # SIGKILL: no flush, no clean shutdown
-    own_node.start()
+    settings = settings.model_copy(update={"opensearch_url": own_node.start()})  # the port may differ
 
     with TestClient(create_app(settings, embedder=embedder)) as api:
         for memory_id in ids:

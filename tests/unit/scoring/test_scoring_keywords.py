@@ -64,3 +64,19 @@ def test_stemmed_words_drop_possessives_and_analyzer_stopwords():
 def test_keyword_stems_split_hyphens_and_skip_stopwords():
     assert keyword_stems("project-alpha") == ("project", "alpha")
     assert keyword_stems("their") == ()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("keywords", "expected"),
+    [
+        (["did", "caroline", "lgbtq", "support", "group"], ["caroline", "lgbtq", "support", "group"]),
+        (["what", "would", "caroline", "political"], ["caroline", "political"]),
+        (["how", "does"], ["how", "does"]),  # nothing topical left: keep them all
+        ([], []),
+    ],
+)
+def test_topic_keywords_drop_question_words(keywords, expected):
+    from scoring.keywords import topic_keywords
+
+    assert topic_keywords(keywords) == expected

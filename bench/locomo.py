@@ -1,0 +1,219 @@
+"""Recall quality and latency on the LoCoMo development slice, through the public HTTP API.
+
+Every turn becomes one memory ("<speaker>: <text>", the session date as timestamp, dia_id in
+metadata, tag `locomo:<sample_id>`); each question (categories 1-4; 5 is adversarial and has no
+answer) is recalled within its conversation's tag, and recall@5 / recall@10 of the evidence turns
+are averaged over questions (see ../shared/data/README.md).
+
+    python -m bench.locomo                       # default settings, in-process server on a free port
+    python -m bench.locomo --param scoring_profile=automem
+    python -m bench.locomo --url http://127.0.0.1:8001 --token $T   # a running service
+
+Without --url the benchmark starts the service itself (uvicorn on 127.0.0.1, a free port) with
+INDEX_PREFIX=bench-locomo against OPENSEARCH_URL or the local node, so latencies include HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+BATCH = 200
+
+
+def session_time(text: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> ISO 8601 (UTC)."""
+    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return moment.replace(tzinfo=timezone.utc).isoformat()
+
+
+def memories_for(sample: dict) -> list[dict]:
+    conv = sample["conversation"]
+    out = []
+    sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
+    for n in sessions:
+        when = session_time(conv[f"session_{n}_date_time"])
+        for turn in conv[f"session_{n}"]:
+            text = turn["text"]
+            if turn.get("blip_caption"):
+                text = f"{text} [shares a photo: {turn['blip_caption']}]"
+            out.append({
+                "id": f"{sample['sample_id']}-{turn['dia_id'].replace(':', '_')}",
+                "content": f"{turn['speaker']}: {text}",
+                "timestamp": when,
+                "tags": [f"locomo:{sample['sample_id']}"],
+                "metadata": {"dia_id": turn["dia_id"], "session": n, "speaker": turn["speaker"]},
+                "type": "Context",
+                "importance": 0.5,
+            })
+    return out
+
+
+def evidence_ids(qa: dict) -> set[str]:
+    return {e for raw in qa.get("evidence", []) for e in re.split(r"[;\s]+", raw) if e}
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    idx = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+class LocalServer:
+    """The service under uvicorn in a background thread, so the benchmark speaks real HTTP."""
+
+    def __init__(self, token: str, prefix: str):
+        import uvicorn
+
+        from service.config import Settings
+        from service.localnode import free_port
+        from service.main import create_app
+
+        self.port = free_port()
+        settings = Settings(automem_api_token=token, index_prefix=prefix)
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 300
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the service did not start")
+            time.sleep(0.1)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def ingest(client: httpx.Client, data: list[dict]) -> float:
+    memories = [m for sample in data for m in memories_for(sample)]
+    started = time.perf_counter()
+    with tqdm(total=len(memories), desc="ingest", unit="mem", file=sys.stderr) as bar:
+        for i in range(0, len(memories), BATCH):
+            chunk = memories[i : i + BATCH]
+            resp = client.post("/memory/batch", json={"memories": chunk})
+            if resp.status_code != 201:
+                raise RuntimeError(f"batch failed: {resp.status_code} {resp.text[:500]}")
+            bar.update(len(chunk))
+    return len(memories) / (time.perf_counter() - started)
+
+
+def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int) -> dict:
+    per_cat: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    latencies: list[float] = []
+    server_ms: list[float] = []
+    questions = [(s["sample_id"], qa) for s in data for qa in s["qa"] if qa.get("category") in CATEGORIES]
+    for sample_id, qa in tqdm(questions, desc="recall", unit="q", file=sys.stderr):
+        wanted = evidence_ids(qa)
+        if not wanted:
+            continue
+        query = {"query": qa["question"], "tags": f"locomo:{sample_id}", "limit": str(k_max), **params}
+        started = time.perf_counter()
+        resp = client.get("/recall", params=query)
+        latencies.append((time.perf_counter() - started) * 1000)
+        if resp.status_code != 200:
+            raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
+        body = resp.json()
+        server_ms.append(body.get("query_time_ms", 0.0))
+        got = [r["memory"].get("metadata", {}).get("dia_id") for r in body["results"]]
+        r5 = len(wanted & set(got[:5])) / len(wanted)
+        r10 = len(wanted & set(got[:10])) / len(wanted)
+        per_cat[qa["category"]].append((r5, r10))
+    rows = {}
+    everything = [x for v in per_cat.values() for x in v]
+    for cat, name in CATEGORIES.items():
+        vals = per_cat.get(cat, [])
+        if vals:
+            rows[name] = {"n": len(vals), "recall@5": statistics.mean(v[0] for v in vals), "recall@10": statistics.mean(v[1] for v in vals)}
+    rows["overall"] = {
+        "n": len(everything),
+        "recall@5": statistics.mean(v[0] for v in everything),
+        "recall@10": statistics.mean(v[1] for v in everything),
+    }
+    return {
+        "quality": rows,
+        "latency_ms": {
+            "client_p50": percentile(latencies, 50), "client_p95": percentile(latencies, 95),
+            "server_p50": percentile(server_ms, 50), "server_p95": percentile(server_ms, 95),
+        },
+    }
+
+
+def markdown(result: dict) -> str:
+    lines = ["| category | n | recall@5 | recall@10 |", "|---|---|---|---|"]
+    for name, row in result["quality"].items():
+        lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |")
+    lat = result["latency_ms"]
+    lines.append("")
+    lines.append(
+        f"recall latency over HTTP: p50 {lat['client_p50']:.1f} ms, p95 {lat['client_p95']:.1f} ms "
+        f"(server-side query_time_ms p50 {lat['server_p50']:.1f}, p95 {lat['server_p95']:.1f})"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo JSON (default {DEFAULT_DATA})")
+    parser.add_argument("--url", help="a running service (default: start one in-process)")
+    parser.add_argument("--token", default=os.environ.get("AUTOMEM_API_TOKEN"), help="API token for --url")
+    parser.add_argument("--prefix", default="bench-locomo", help="INDEX_PREFIX of the in-process service")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="extra /recall parameter, repeatable")
+    parser.add_argument("--skip-ingest", action="store_true", help="reuse memories stored by an earlier run")
+    parser.add_argument("--out", type=Path, help="write the JSON result here (default bench/out/locomo-<label>.json)")
+    parser.add_argument("--label", default=None, help="name of this run in the output")
+    args = parser.parse_args(argv)
+    params = dict(p.split("=", 1) for p in args.param)
+    data = json.loads(args.data.read_text())
+    label = args.label or ("-".join(f"{k}={v}" for k, v in params.items()) or "default")
+
+    def run(url: str, token: str) -> dict:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
+            rate = None if args.skip_ingest else ingest(client, data)
+            result = evaluate(client, data, params, 10)
+            result["ingest_memories_per_s"] = rate
+            return result
+
+    if args.url:
+        if not args.token:
+            parser.error("--url needs --token or AUTOMEM_API_TOKEN")
+        result = run(args.url, args.token)
+    else:
+        token = "bench-token"
+        with LocalServer(token, args.prefix) as url:
+            result = run(url, token)
+    result.update(label=label, params=params, data=str(args.data))
+    out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"\nLoCoMo dev slice — {label}\n")
+    print(markdown(result))
+    if result.get("ingest_memories_per_s"):
+        print(f"ingest through POST /memory/batch: {result['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
+    print(f"\nwritten to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
