@@ -9,7 +9,8 @@ import anyio
 from fastapi import FastAPI
 
 from service import __version__
-from service.api.routes import health, memory, recall
+from service.api.routes import associate, by_tag, graph, health, memory, recall
+from service.associations import AssociationService
 from service.config import Settings, get_settings
 from service.embedding import Embedder
 from service.errors import install_error_handlers
@@ -55,7 +56,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, bank=cfg.default_bank)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh, bank=cfg.default_bank)
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
-        state.recall = RecallService(cfg, state.memories, model)
+        state.recall = RecallService(cfg, state.memories, model, state.edges)
+        state.associations = AssociationService(state.memories, state.edges)
         log.info("engram %s ready: memories=%s model=%s (%d dims)", __version__, cfg.memories_alias, model.short_name, model.dimension)
         try:
             yield
@@ -70,6 +72,9 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     )
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}
     app.include_router(memory.router)
+    app.include_router(associate.router)
+    app.include_router(graph.router)
     app.include_router(recall.router)
     return app

@@ -71,7 +71,7 @@ def entity_names(tags: Iterable[str], metadata: dict | None) -> list[str]:
             if item.strip():
                 names[item.strip().lower()] = None
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend(reversed(list(item.values())))  # reversed: the stack pops in document order
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+            stack.extend(reversed(item))
     return list(names)

@@ -17,13 +17,18 @@ from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.memory_types import EXPLICIT_TYPE_CONFIDENCE, classify, normalize_type
+from service.relations import Association, supersession_entry
 from service.schemas.memory import ID_PATTERN, MemoryCreate, MemoryUpdate
 from service.storage.edges import EdgeStore
-from service.storage.memories import MemoryStore
+from service.storage.memories import MemoryStore, by_tags_query
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
 from service.timeparse import parse_iso_datetime
 
 _ID_RE = re.compile(ID_PATTERN)
+# POST /memory `supersedes` (issue 4): EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
+# client states the replacement outright, so the edge is at full strength.
+DEFAULT_SUPERSEDE_TYPE = "EVOLVED_INTO"
+SUPERSEDE_STRENGTH = 1.0
 
 
 def utcnow() -> datetime:
@@ -132,14 +137,55 @@ class MemoryWriter:
 
     # --- operations -------------------------------------------------------------------------------
     def create(self, req: MemoryCreate) -> Prepared:
-        prepared = self.prepare(req, utcnow())
+        now = utcnow()
+        old = self._superseded(req)  # 404 before anything is embedded or written
+        prepared = self.prepare(req, now)
+        if old is not None and prepared.memory_id == req.supersedes:
+            raise BadRequest("a memory cannot supersede itself")
         self._embed_missing([prepared])
-        self.store.put(prepared.memory_id, prepared.doc)
+        if old is None:
+            self.store.put(prepared.memory_id, prepared.doc)
+        else:
+            self._store_superseding(prepared, req, old, now)
         return prepared
+
+    def _superseded(self, req: MemoryCreate) -> dict[str, Any] | None:
+        if req.supersedes is None:
+            return None
+        old = self.store.get(req.supersedes) if valid_id(req.supersedes) else None
+        if old is None:
+            raise NotFound(f"Memory {req.supersedes} (supersedes) not found")
+        return old
+
+    def _store_superseding(self, prepared: Prepared, req: MemoryCreate, old: dict[str, Any], now: datetime) -> None:
+        """`supersedes` (issue 4, beyond AutoMem): the new memory, the old one's t_invalid and its
+        supersession state in ONE bulk request on the memories index, then the edge old -> new.
+        AutoMem's client needs three calls (store, PATCH, associate) that can half-fail."""
+        assoc = Association(req.supersedes, prepared.memory_id, req.supersede_type or DEFAULT_SUPERSEDE_TYPE, SUPERSEDE_STRENGTH)
+        entry, keep_at = supersession_entry(assoc, now)
+        # t_invalid moves to now unless the old memory already expired earlier.
+        current_invalid = parse_iso_datetime(old["t_invalid"]) if old.get("t_invalid") else None
+        t_invalid = iso(now) if current_invalid is None or current_invalid > now else None
+        errors = self.store.bulk(
+            [
+                {"_op_type": "index", "_index": self.store.alias, "_id": prepared.memory_id, "_source": prepared.doc},
+                self.store.supersession_action(assoc.source_id, entry, keep_at=keep_at, t_invalid=t_invalid),
+            ],
+            "store superseding memory",
+        )
+        if any(errors):
+            raise EngineUnavailable(f"superseding write failed: {'; '.join(e for e in errors if e)}")
+        edge_errors = self.edges.upsert_many(
+            [{"source_id": assoc.source_id, "target_id": assoc.target_id, "type": assoc.type, "strength": assoc.strength}], iso(now)
+        )
+        if edge_errors[0]:
+            raise EngineUnavailable(f"memory stored and {assoc.source_id} superseded, but the {assoc.type} edge failed: {edge_errors[0]}")
 
     def create_batch(self, reqs: list[MemoryCreate]) -> tuple[list[Prepared], list[str | None]]:
         """All-or-nothing validation, one embedding batch, one bulk request; per-item write errors returned."""
         now = utcnow()
+        if any(req.supersedes for req in reqs):
+            raise BadRequest("supersedes is accepted by POST /memory only, one memory at a time")
         prepared = [self.prepare(req, now, where=f"memories[{i}].") for i, req in enumerate(reqs)]
         ids = [p.memory_id for p in prepared]
         if len(set(ids)) != len(ids):
@@ -187,4 +233,20 @@ class MemoryWriter:
     def delete(self, memory_id: str) -> None:
         if not valid_id(memory_id) or not self.store.delete(memory_id):
             raise NotFound(f"Memory {memory_id} not found")
-        self.edges.delete_touching([memory_id])
+        self._forget_graph([memory_id])
+
+    def delete_by_tags(self, tags: list[str]) -> tuple[int, int]:
+        """DELETE /memory/by-tag: the memories, their edges and the supersession state they caused.
+        Returns (memories deleted, edges deleted)."""
+        ids = self.store.ids_matching(by_tags_query(self.settings.default_bank, tags))
+        deleted = self.store.delete_ids(ids)
+        return deleted, self._forget_graph(ids)
+
+    def _forget_graph(self, ids: list[str]) -> int:
+        """Edges live in the edges index only: a deleted memory takes its edges along, and memories it
+        superseded become current again (their only reason to be suppressed is gone)."""
+        if not ids:
+            return 0
+        edges = self.edges.delete_touching(ids)
+        self.store.clear_supersessions(ids)
+        return edges

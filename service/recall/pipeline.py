@@ -11,7 +11,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,13 +20,16 @@ import numpy as np
 
 from scoring.context import ContextProfile, build_context_profile, matches_profile
 from scoring.floors import apply_score_filter, content_fingerprint, has_temporal_intent, recency_bias
-from scoring.keywords import extract_keywords
+from scoring.keywords import extract_keywords, topic_keywords
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, sort_scored
 from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.recall import queries as Q
+from service.recall import state
+from service.recall.expansion import ExpansionOutcome, ExpansionRequest, GraphExpander
 from service.recall.params import RecallParams
+from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.tags import hierarchy_key
 from service.timeparse import parse_iso_datetime
@@ -42,6 +45,7 @@ TAG_SCOPE_WIDEN = 2
 MEMORY_FIELDS = (
     "content", "tags", "tag_prefixes", "importance", "confidence", "type", "timestamp", "updated_at",
     "last_accessed", "t_valid", "t_invalid", "archived", "metadata", "relevance_score",
+    "superseded_by", "superseded_at", "supersede_type",  # supersession state (history mode shows it)
 )
 
 
@@ -88,8 +92,12 @@ class Hit:
     vector: list[float] | None = None
 
     def absorb(self, hit: dict, arm: str) -> None:
-        self.arms.add(arm)
         score = hit.get("_score")
+        if arm.endswith(":cos"):  # a cosine twin: same hits as its arm, scored (1 + cos) / 2
+            if score is not None:
+                self.cosine = 2.0 * float(score) - 1.0
+            return
+        self.arms.add(arm)
         if arm in ("vector", "fallback") and score is not None:
             self.cosine = 2.0 * float(score) - 1.0  # Lucene cosinesimil score is (1 + cos) / 2
         elif arm == "keyword" and score is not None:
@@ -101,7 +109,7 @@ class Hit:
     def match_type(self, default: str) -> str:
         for arm in ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback"):
             if arm in self.arms:
-                return {"priority": "priority_id", "anchor": default, "fallback": "vector"}.get(arm, arm)
+                return {"priority": "priority_id", "anchor": default, "fallback": "vector", "trending": default}.get(arm, arm)
         return default
 
     def candidate(self, default_match: str) -> Candidate:
@@ -138,13 +146,17 @@ class QueryOutcome:
     fallback_ids: set[str]
     injected: bool
     hits: dict[str, Hit]
+    # What graph expansion needs to score expanded memories like the seeds.
+    scoring: ScoringRequest | None = None
+    vector: list[float] | None = None
 
 
 class RecallService:
-    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder):
+    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder, edges: EdgeStore | None = None):
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.expander = GraphExpander(store, edges) if edges is not None else None
         self.weights = weights_from(settings)
         self.recency = RecencyConfig(settings.search_recency_window_days, settings.search_recency_curve)
 
@@ -153,14 +165,10 @@ class RecallService:
         extra: list[dict] = []
         extra_not: list[dict] = []
         if p.state_mode == "current":
-            at = (p.as_of or now).isoformat()
-            # Current state, inside OpenSearch: not yet valid, expired and superseded memories never
-            # reach a page of results (so pages are not emptied after the fact).
-            extra_not += [
-                {"range": {"t_valid": {"gt": at}}},
-                {"range": {"t_invalid": {"lte": at}}},
-                {"range": {"superseded_at": {"lte": at}}},
-            ]
+            # Current state, inside OpenSearch (service/recall/state.py): not yet valid and expired
+            # memories never reach a page; superseded ones do, so their chain's head can take their
+            # place. state_debug moves the validity rules to Python so each suppression is named.
+            extra_not += state.candidate_must_not(p.as_of or now, in_python=p.state_debug)
         return Q.RecallFilter(
             bank=self.settings.default_bank,
             tags=tuple(p.tags), tag_mode=p.tag_mode, tag_match=p.tag_match,
@@ -176,6 +184,48 @@ class RecallService:
         if scoped:
             k = max(k, min(k * TAG_SCOPE_WIDEN, s.recall_vector_fetch_cap))
         return k
+
+    # --- graph and lifecycle (issue 4; service/recall/state.py, expansion.py) -------------------
+    def current_state(self, p: RecallParams, ranked: list[ScoredCandidate], sources: dict[str, dict], now: datetime) -> state.StateOutcome:
+        """Suppress what is not current; supersession chains resolve to their head, one lookup per hop."""
+        at = p.as_of or now
+        # A head must pass everything a seed passes, and be strictly current.
+        head_filter = {"bool": {"filter": [Q.filter_clauses(self.build_filter(p, now))], "must_not": state.active_must_not(at)}}
+
+        def lookup(ids: list[str]) -> dict[str, tuple[dict, bool]]:
+            query = {"bool": {
+                "filter": [{"term": {"bank": self.settings.default_bank}}, {"ids": {"values": ids}}],
+                "should": [{"bool": {"filter": [head_filter], "_name": "head"}}],
+            }}
+            hits = self.store.search({"size": len(ids), "_source": {"excludes": Q.SOURCE_EXCLUDES}, "query": query})["hits"]["hits"]
+            return {h["_id"]: (h["_source"], "head" in h.get("matched_queries", ())) for h in hits}
+
+        return state.apply_current_state(ranked, sources, at, lookup, lambda mid, source, match: Hit(mid, source).candidate(match))
+
+    def expand(self, p: RecallParams, seeds: list[ScoredCandidate], sources: dict[str, dict], first: QueryOutcome, now: datetime) -> ExpansionOutcome:
+        if self.expander is None or not (p.expand_relations or p.expand_entities) or first.scoring is None:
+            return ExpansionOutcome()
+        # Expanded memories pass the seeds' filters (time window, exclude_tags, excluded types) and
+        # are strictly current; the tag scope applies only with expand_respect_tags (spec 000).
+        flt = Q.filter_clauses(self.build_filter(p, now), scoped=p.expand_respect_tags)
+        if p.state_mode == "current":
+            flt = {"bool": {"filter": [flt], "must_not": state.active_must_not(p.as_of or now)}}
+        req = ExpansionRequest(
+            relations=p.expand_relations, entities=p.expand_entities, relation_limit=p.relation_limit,
+            expansion_limit=p.expansion_limit, min_importance=p.expand_min_importance, min_strength=p.expand_min_strength,
+            respect_tags=p.expand_respect_tags, min_score=p.min_score, text=first.scoring.query or None,
+        )
+
+        def make_candidates(items, match_type: str) -> list[Candidate]:
+            found = []
+            for mid, source in items:
+                source = dict(source)
+                found.append(Hit(mid, source, vector=source.pop("embedding", None)))
+            if first.vector is not None:
+                fill_cosines(found, first.vector)
+            return [h.candidate(match_type) for h in found]
+
+        return self.expander.expand(req, seeds, sources, flt, first.scoring, make_candidates)
 
     # --- one query ------------------------------------------------------------------------------
     def run_query(
@@ -204,9 +254,15 @@ class RecallService:
         if vector is not None:
             arms.append(("vector", Q.knn_arm(vector, k, flt)))
         if text:
-            arms.append(("keyword", Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt, with_embedding=with_vec)))
+            keyword_body = Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt)
+            arms.append(("keyword", keyword_body))
+            if with_vec:
+                arms.append(("keyword:cos", Q.cosine_twin(keyword_body, vector)))
             if self.settings.recall_metadata_search_enabled:
-                arms.append(("metadata", Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt, with_embedding=with_vec)))
+                metadata_body = Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt)
+                arms.append(("metadata", metadata_body))
+                if with_vec:
+                    arms.append(("metadata:cos", Q.cosine_twin(metadata_body, vector)))
         if vector is None and not text:
             arms.append(("trending", Q.trending_arm(max(limit, 1), flt, p.sort)))
         if p.priority_ids:
@@ -225,7 +281,7 @@ class RecallService:
         idf_needed = bool(text and keywords and p.scoring_profile == "engram" and self.settings.search_keyword_mode == "idf")
         if idf_needed:
             arms.append(("count", Q.doc_count_arm(flt, None)))
-            arms += [(f"df:{kw}", Q.doc_count_arm(flt, kw)) for kw in keywords]
+            arms += [(f"df:{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]
 
         responses = self.store.msearch([body for _, body in arms])
         timings.lap("search")
@@ -243,6 +299,8 @@ class RecallService:
             for h in resp["hits"]["hits"]:
                 hit = hits.get(h["_id"])
                 if hit is None:
+                    if arm.endswith(":cos"):
+                        continue  # twins only add cosines to hits their arm returned
                     hit = hits[h["_id"]] = Hit(h["_id"], h["_source"])
                 hit.absorb(h, arm)
 
@@ -251,7 +309,7 @@ class RecallService:
         idf: dict[str, float] = {}
         if idf_needed:
             n = counts.get("count", 0)
-            for kw in keywords:
+            for kw in topic_keywords(keywords):
                 df = counts.get(f"df:{kw}", 0)
                 idf[kw] = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if n else 0.0
         default_match = "trending" if not text and vector is None and not p.tags else ("tag" if not text and vector is None else "vector")
@@ -298,10 +356,11 @@ class RecallService:
         return QueryOutcome(
             ranked=kept + fallback_kept, keywords=keywords, vector_search=vector_search, pool_size=pool_size,
             score_filter=score_filter, fallback_ids=fallback_ids, injected=injected, hits=hits,
+            scoring=req, vector=vector,
         )
 
     # --- the whole request ---------------------------------------------------------------------
-    def recall(self, p: RecallParams, now: datetime) -> dict:
+    def recall(self, p: RecallParams, now: datetime, defer: Callable[..., None] | None = None) -> dict:
         started = time.perf_counter()
         timings = Timings()
         profile = build_context_profile(
@@ -321,6 +380,16 @@ class RecallService:
         if multi:
             merged = sort_scored(merged)
 
+        # Graph (issue 4): the current-state filter runs on the whole candidate pool, before the trim,
+        # so a superseded memory's head takes its place and suppressions never shorten the page.
+        sources = {mid: h.source for o in outcomes for mid, h in o.hits.items()}
+        graph_extras: dict[str, dict] = {}
+        state_outcome = self.current_state(p, merged, sources, now) if p.state_mode == "current" else None
+        if state_outcome is not None:
+            merged = state_outcome.ranked
+            graph_extras.update(state_outcome.extras)
+        timings.lap("state")
+
         recency_applied = False
         text_query = p.query or (query_list[0] if query_list else None)
         if p.sort == "score" and merged and (p.recency_bias == "on" or (p.recency_bias == "auto" and any(has_temporal_intent(q) for q in query_list))):
@@ -337,12 +406,25 @@ class RecallService:
         results = merged[: p.limit]
         timings.lap("rank")
 
+        # Graph (issue 4): relation and entity expansion from the returned seeds; expanded memories
+        # come after them (AutoMem returns seeds + expansions), within expansion_limit.
+        expansion = self.expand(p, results, {**sources, **{k: v["source"] for k, v in graph_extras.items()}}, outcomes[0], now)
+        graph_extras.update(expansion.extras)
+        returned = results + expansion.results
+        if p.expand_relations and self.expander is not None:
+            todo = [s.candidate.id for s in returned if "relations" not in graph_extras.get(s.candidate.id, {})]
+            for mid, relations in self.expander.hydrate(todo, p.relation_limit).items():
+                graph_extras.setdefault(mid, {})["relations"] = relations
+        timings.lap("expand")
+
         fallback_ids = set().union(*(o.fallback_ids for o in outcomes))
         hits = {}
         for o in outcomes:
             hits.update(o.hits)
-        shaped = [shape_result(s, fallback_ids, deduped_from.get(s.candidate.id), hits, self.weights.temporal) for s in results]
-        self.store.touch([s.candidate.id for s in results if s.candidate.id not in fallback_ids], iso(now))
+        shaped = [shape_result(s, fallback_ids, deduped_from.get(s.candidate.id), hits, self.weights.temporal, graph_extras) for s in returned]
+        # Access tracking for the seeds, in one bulk request; `defer` runs it after the response is sent.
+        touched = [s.candidate.id for s in results if s.candidate.id not in fallback_ids]
+        (defer or _call_now)(self.store.touch, touched, iso(now))
         timings.lap("hydrate")
 
         first = outcomes[0]
@@ -364,8 +446,8 @@ class RecallService:
         }
         if multi:
             body["queries"] = query_list
-        if p.state_mode == "current":
-            body["state_filter"] = {"current_only": True, "suppressed_count": 0, "replacement_count": 0}
+        if state_outcome is not None:
+            body["state_filter"] = state_outcome.to_response(debug=p.state_debug)
             if p.as_of:
                 body["state_filter"]["as_of"] = iso(p.as_of)
         if p.tags:
@@ -390,9 +472,14 @@ class RecallService:
             body["time_window"] = p.window.to_response()
         if recency_applied:
             body["recency_bias"] = "on"
+        body.update(expansion.response)
         body["timings"] = timings.stages
         body["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return body
+
+
+def _call_now(fn: Callable[..., None], *args) -> None:
+    fn(*args)
 
 
 def _matches(profile: ContextProfile | None, s: ScoredCandidate) -> bool:
@@ -475,10 +562,14 @@ def sort_by_time(items: list[ScoredCandidate], sort: str) -> list[ScoredCandidat
 
 
 def shape_result(
-    s: ScoredCandidate, fallback_ids: set[str], deduped: list[str] | None, hits: dict[str, Hit], temporal_weight: float
+    s: ScoredCandidate, fallback_ids: set[str], deduped: list[str] | None, hits: dict[str, Hit], temporal_weight: float,
+    graph: dict[str, dict] | None = None,
 ) -> dict:
     c = s.candidate
-    source = hits[c.id].source if c.id in hits else {}
+    # Graph stage additions (issue 4): the stored source of expanded / replacement memories (the arms
+    # never returned them), their relations, state_replaces and expanded_from_entity.
+    extra = (graph or {}).get(c.id, {})
+    source = extra.get("source") or (hits[c.id].source if c.id in hits else {})
     memory = {k: source[k] for k in MEMORY_FIELDS if k in source}
     components = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.components.items()}
     raw = c.vector_cosine if c.in_vector_arm and c.vector_cosine is not None else components.get("keyword", 0.0)
@@ -500,4 +591,8 @@ def shape_result(
         out["outside_tag_scope"] = True
     if deduped:
         out["deduped_from"] = deduped
+    out["relations"] = extra.get("relations", [])
+    for key in ("state_replaces", "expanded_from_entity"):
+        if key in extra:
+            out[key] = extra[key]
     return out

@@ -80,8 +80,7 @@ def bm25_query(query: str) -> dict:
 
 
 def _source(with_embedding: bool) -> dict:
-    # Hits the kNN arm may not have scored carry their vector, so the re-ranker can give every
-    # candidate its cosine (OpenSearch cannot return per-clause scores inside an _msearch).
+    # Small arms (priority ids, anchors) carry their vectors so every candidate gets its cosine.
     excludes = [f for f in SOURCE_EXCLUDES if not (with_embedding and f == "embedding")]
     return {"excludes": excludes}
 
@@ -91,12 +90,39 @@ def knn_arm(vector: Sequence[float], k: int, flt: dict) -> dict:
     return {"size": k, "_source": _source(False), "query": {"knn": {"embedding": {"vector": list(vector), "k": k, "filter": flt}}}}
 
 
-def keyword_arm(query: str, size: int, flt: dict, *, with_embedding: bool) -> dict:
+def keyword_arm(query: str, size: int, flt: dict) -> dict:
     """BM25 over content and tags; the hit score is the BM25 score."""
-    return {"size": size, "_source": _source(with_embedding), "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
+    return {"size": size, "_source": _source(False), "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
 
 
-def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict, *, with_embedding: bool) -> dict:
+def cosine_twin(arm: dict, vector: Sequence[float]) -> dict:
+    """The same search, rescored so each hit's score is its cosine as (1 + cos) / 2.
+
+    OpenSearch cannot return per-clause scores inside an _msearch, so an arm that ranks by BM25
+    gets a twin: identical query and size (hence the same hits), whose top window is rescored by
+    the k-NN scoring script with the original score weighted 0. No vectors travel back.
+    """
+    rescore = {
+        "window_size": arm["size"],
+        "query": {
+            "rescore_query": {
+                "script_score": {
+                    "query": {"match_all": {}},
+                    "script": {
+                        "source": "knn_score",
+                        "lang": "knn",
+                        "params": {"field": "embedding", "query_value": list(vector), "space_type": "cosinesimil"},
+                    },
+                }
+            },
+            "query_weight": 0.0,
+            "rescore_query_weight": 1.0,
+        },
+    }
+    return {"size": arm["size"], "_source": False, "query": arm["query"], "rescore": rescore}
+
+
+def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict) -> dict:
     """The metadata sidecar: whitelisted metadata values matching the query or its keywords."""
     terms = list(dict.fromkeys([query.strip().lower(), *keywords]))
     should: list[dict] = [
@@ -105,7 +131,7 @@ def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict, *, w
     ]
     return {
         "size": size,
-        "_source": _source(with_embedding),
+        "_source": _source(False),
         "query": {"bool": {"must": [{"bool": {"should": should, "minimum_should_match": 1}}], "filter": [flt]}},
     }
 

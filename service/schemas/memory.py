@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -50,6 +50,13 @@ class MemoryCreate(MemoryFields):
     content: str = Field(..., description="The memory text (required, non-empty)")
     embedding: list[float] | None = Field(None, description="Precomputed vector; its length must equal the model's")
     id: str | None = Field(None, pattern=ID_PATTERN, description="Client id: the write becomes an idempotent upsert")
+    supersedes: str | None = Field(
+        None, pattern=ID_PATTERN,
+        description="Id of the memory this one replaces: it gets t_invalid = now and an edge old -> new, in this one request",
+    )
+    supersede_type: Literal["EVOLVED_INTO", "INVALIDATED_BY"] | None = Field(
+        None, description="Edge type for `supersedes`; EVOLVED_INTO when omitted (case-insensitive)"
+    )
 
     @field_validator("content")
     @classmethod
@@ -57,6 +64,11 @@ class MemoryCreate(MemoryFields):
         if not value.strip():
             raise ValueError("content must be a non-empty string")
         return value
+
+    @field_validator("supersede_type", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
 
 
 class MemoryUpdate(MemoryFields):
@@ -86,6 +98,8 @@ class StoreResponse(BaseModel):
     tags: list[str]
     timestamp: str
     warnings: list[str] | None = None
+    supersedes: str | None = Field(None, description="The memory this one superseded (when `supersedes` was given)")
+    supersede_type: str | None = None
 
 
 class BatchResponse(BaseModel):

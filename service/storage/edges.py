@@ -1,14 +1,91 @@
-"""EdgeStore: every client call on the edges index. Edge ids are `source|TYPE|target` (idempotent)."""
+"""EdgeStore: every client call on the edges index. Edge ids are `source|TYPE|target` (idempotent).
+
+The query builders are pure functions (STYLE.md practice 4); the store sends them and parses the
+answers. Reading edges for many memories is always ONE request, whatever the number of memories:
+a `terms` query on source_id / target_id with all ids, and a `filters` aggregation with one
+bucket per id whose `top_hits` keeps that id's newest edges — so the per-memory cap is exact and
+a hub memory with thousands of edges cannot crowd the others out.
+"""
 
 from __future__ import annotations
 
-from opensearchpy import OpenSearch
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from opensearchpy import OpenSearch, helpers
 
 from service.storage.client import engine_errors
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
     return f"{source_id}|{edge_type}|{target_id}"
+
+
+# Newest first (AutoMem runtime_relations.py: ORDER BY coalesce(r.updated_at, ...) DESC); the
+# keyword tail makes the order total so equal timestamps never shuffle between calls.
+EDGE_SORT: list[dict] = [
+    {"updated_at": {"order": "desc", "missing": "_last"}},
+    {"created_at": {"order": "desc", "missing": "_last"}},
+    {"source_id": "asc"},
+    {"type": "asc"},
+    {"target_id": "asc"},
+]
+# A `terms` query takes at most 65,536 values (index.max_terms_count); stay well below it.
+TERMS_CHUNK = 10_000
+# Bulk chunk sizes as the memory store's (50 MB, 500 actions).
+BULK_CHUNK = 500
+
+
+def touching_clause(ids: Sequence[str]) -> dict:
+    """Edges with either end in `ids` (both directions)."""
+    return {"bool": {"should": [{"terms": {"source_id": list(ids)}}, {"terms": {"target_id": list(ids)}}], "minimum_should_match": 1}}
+
+
+def edge_filter(bank: str, ids: Sequence[str], types: Sequence[str] | None, min_strength: float = 0.0) -> dict:
+    filters: list[dict] = [{"term": {"bank": bank}}, touching_clause(ids)]
+    if types is not None:
+        filters.append({"terms": {"type": list(types)}})
+    if min_strength > 0:
+        filters.append({"range": {"strength": {"gte": min_strength}}})
+    return {"bool": {"filter": filters}}
+
+
+def per_memory_edges_query(bank: str, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0) -> dict:
+    """One request: for every id, its `per_id` newest edges (either direction) of the given types."""
+    buckets = {mid: {"bool": {"should": [{"term": {"source_id": mid}}, {"term": {"target_id": mid}}], "minimum_should_match": 1}} for mid in ids}
+    return {
+        "size": 0,
+        "query": edge_filter(bank, ids, types, min_strength),
+        "aggs": {
+            "per_memory": {
+                "filters": {"filters": buckets},
+                "aggs": {"newest": {"top_hits": {"size": per_id, "sort": EDGE_SORT, "_source": {"excludes": ["bank"]}}}},
+            }
+        },
+    }
+
+
+def edges_query(bank: str, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> dict:
+    """Edges touching any of `ids`, newest first, at most `size` (graph walks: GET /memories/{id}/related)."""
+    return {"size": size, "query": edge_filter(bank, ids, types), "sort": EDGE_SORT, "_source": {"excludes": ["bank"]}}
+
+
+def _edge(hit: dict) -> dict:
+    return {"id": hit["_id"], **hit["_source"]}
+
+
+def parse_per_memory(resp: dict, ids: Sequence[str]) -> dict[str, list[dict]]:
+    buckets = resp.get("aggregations", {}).get("per_memory", {}).get("buckets", {})
+    out: dict[str, list[dict]] = {}
+    for mid in ids:
+        hits = buckets.get(mid, {}).get("newest", {}).get("hits", {}).get("hits", [])
+        out[mid] = [_edge(h) for h in hits]
+    return out
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[list[str]]:
+    for i in range(0, len(items), size):
+        yield list(items[i : i + size])
 
 
 class EdgeStore:
@@ -22,17 +99,62 @@ class EdgeStore:
         with engine_errors("count edges"):
             return int(self.client.count(index=self.alias, body={"query": {"term": {"bank": self.bank}}})["count"])
 
-    def delete_touching(self, memory_ids: list[str]) -> int:
-        """Delete every edge with either end in memory_ids (one delete_by_query)."""
-        if not memory_ids:
-            return 0
-        query = {
-            "bool": {
-                "filter": [{"term": {"bank": self.bank}}],
-                "should": [{"terms": {"source_id": memory_ids}}, {"terms": {"target_id": memory_ids}}],
-                "minimum_should_match": 1,
+    # --- writes ---------------------------------------------------------------------------------
+    def upsert_many(self, edges: Sequence[dict[str, Any]], now: str) -> list[str | None]:
+        """Create or update many edges in one bulk request; one error message (or None) per edge, in order.
+
+        Each edge is `{source_id, target_id, type, strength, properties}`. Re-posting an edge keeps its
+        created_at, refreshes updated_at and strength, and merges its properties (AutoMem's MERGE ... SET).
+        """
+        actions = []
+        for e in edges:
+            doc = {
+                "bank": self.bank, "source_id": e["source_id"], "target_id": e["target_id"], "type": e["type"],
+                "strength": e["strength"], "updated_at": now, "properties": e.get("properties") or {},
             }
-        }
-        with engine_errors("delete edges"):
-            resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
-        return int(resp.get("deleted", 0))
+            actions.append({
+                "_op_type": "update", "_index": self.alias, "_id": edge_id(e["source_id"], e["type"], e["target_id"]),
+                "doc": doc, "upsert": {**doc, "created_at": now}, "retry_on_conflict": 3,
+            })
+        errors: list[str | None] = [None] * len(actions)
+        if not actions:
+            return errors
+        with engine_errors("store edges"):
+            for i, (ok, item) in enumerate(
+                helpers.streaming_bulk(self.client, actions, chunk_size=BULK_CHUNK, raise_on_error=False, raise_on_exception=True, refresh=self.refresh)
+            ):
+                if not ok:
+                    err = next(iter(item.values())).get("error")
+                    errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
+        return errors
+
+    def delete_touching(self, memory_ids: Sequence[str]) -> int:
+        """Delete every edge with either end in memory_ids (one delete_by_query per 10,000 ids)."""
+        deleted = 0
+        for chunk in _chunks(list(dict.fromkeys(memory_ids)), TERMS_CHUNK):
+            query = {"bool": {"filter": [{"term": {"bank": self.bank}}, touching_clause(chunk)]}}
+            with engine_errors("delete edges"):
+                resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
+            deleted += int(resp.get("deleted", 0))
+        return deleted
+
+    # --- reads ----------------------------------------------------------------------------------
+    def newest_per_memory(
+        self, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0
+    ) -> dict[str, list[dict]]:
+        """For each id, its `per_id` newest edges in either direction — one request for all ids."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        with engine_errors("read edges"):
+            resp = self.client.search(index=self.alias, body=per_memory_edges_query(self.bank, ids, types, per_id=per_id, min_strength=min_strength))
+        return parse_per_memory(resp, ids)
+
+    def touching(self, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
+        """Edges touching any of `ids`, newest first, at most `size` — one request."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        with engine_errors("read edges"):
+            resp = self.client.search(index=self.alias, body=edges_query(self.bank, ids, types, size=size))
+        return [_edge(h) for h in resp["hits"]["hits"]]

@@ -112,3 +112,148 @@ class MemoryStore:
         with engine_errors("delete memories"):
             resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
         return int(resp.get("deleted", 0))
+
+    # --- graph and lifecycle (issue 4) ----------------------------------------------------------
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are stored memories of this bank (one mget, no content transferred)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return set()
+        with engine_errors("check memories"):
+            resp = self.client.mget(index=self.alias, body={"ids": ids}, params={"_source_includes": "bank"})
+        return {d["_id"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank", self.bank) == self.bank}
+
+    def supersession_action(self, memory_id: str, entry: dict, *, keep_at: bool, t_invalid: str | None = None) -> dict:
+        """A bulk action that records `entry` ({by, type, at, strength}) on the superseded memory."""
+        return {
+            "_op_type": "update", "_index": self.alias, "_id": memory_id, "retry_on_conflict": 3,
+            "script": {"lang": "painless", "source": RECORD_SUPERSESSION, "params": {"entry": entry, "keep_at": keep_at, "t_invalid": t_invalid}},
+        }
+
+    def bulk(self, actions: Sequence[dict], what: str) -> list[str | None]:
+        """Any bulk actions in one request; one error message (or None) per action, in order."""
+        errors: list[str | None] = [None] * len(actions)
+        if not actions:
+            return errors
+        with engine_errors(what):
+            for i, (ok, item) in enumerate(
+                helpers.streaming_bulk(self.client, list(actions), chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=self.refresh)
+            ):
+                if not ok:
+                    err = next(iter(item.values())).get("error")
+                    errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
+        return errors
+
+    def clear_supersessions(self, deleted_ids: Sequence[str]) -> int:
+        """Forget supersessions by deleted memories (their edges are gone): one update_by_query."""
+        ids = list(dict.fromkeys(deleted_ids))
+        if not ids:
+            return 0
+        query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"terms": {"supersessions.by": ids}}]}}
+        body = {"query": query, "script": {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": ids}}}
+        with engine_errors("clear supersessions"):
+            resp = self.client.update_by_query(index=self.alias, body=body, refresh=True, conflicts="proceed")
+        return int(resp.get("updated", 0))
+
+    def page(self, query: dict, sort: list[dict], *, size: int, offset: int) -> tuple[list[tuple[str, dict]], int]:
+        """One page of (id, source) and the total number of matches (exact)."""
+        body = {"query": query, "sort": sort, "from": offset, "size": size, "track_total_hits": True, "_source": {"excludes": list(HIDDEN_FIELDS)}}
+        with engine_errors("list memories"):
+            resp = self.client.search(index=self.alias, body=body)
+        return [(h["_id"], h["_source"]) for h in resp["hits"]["hits"]], int(resp["hits"]["total"]["value"])
+
+    def ids_matching(self, query: dict) -> list[str]:
+        """Every id matching `query`, paged with search_after (no 10,000 result window)."""
+        out: list[str] = []
+        after = None
+        while True:
+            body: dict = {"query": query, "size": ID_PAGE, "sort": [{"id": "asc"}], "_source": False, "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            with engine_errors("list memories"):
+                hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            out += [h["_id"] for h in hits]
+            if len(hits) < ID_PAGE:
+                return out
+            after = hits[-1]["sort"]
+
+    def delete_ids(self, ids: Sequence[str]) -> int:
+        """Delete many memories by id in one bulk request; the number actually deleted."""
+        actions = [{"_op_type": "delete", "_index": self.alias, "_id": mid} for mid in dict.fromkeys(ids)]
+        deleted = 0
+        if not actions:
+            return 0
+        with engine_errors("delete memories"):
+            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=True):
+                if ok and item.get("delete", {}).get("result") == "deleted":
+                    deleted += 1
+        return deleted
+
+
+# Page size when collecting ids (DELETE /memory/by-tag); the engine's default result window is 10,000.
+ID_PAGE = 1000
+
+# Records one supersession on the superseded memory, atomically per document (issue 4 "store the
+# supersession state on the memory"). The list keeps write order, so the newest edge is last
+# ("newest edge wins"); re-posting the same (by, type) moves it last but keeps its first time unless
+# an explicit time is given. superseded_at is the EARLIEST time — the moment the memory stopped being
+# current — so recall filters with one range clause. Times are fixed-width strings (relations.state_time),
+# so compareTo is chronological.
+RECORD_SUPERSESSION = """
+List l = ctx._source.supersessions;
+if (l == null) { l = new ArrayList(); }
+String keptAt = null;
+for (int i = l.size() - 1; i >= 0; i--) {
+  Map e = l.get(i);
+  if (params.entry.by.equals(e.by) && params.entry.type.equals(e.type)) {
+    if (keptAt == null) { keptAt = e.at; }
+    l.remove(i);
+  }
+}
+Map n = new HashMap(params.entry);
+if (keptAt != null && params.keep_at) { n.at = keptAt; }
+l.add(n);
+ctx._source.supersessions = l;
+String first = null;
+for (Map e : l) { if (first == null || e.at.compareTo(first) < 0) { first = e.at; } }
+ctx._source.superseded_at = first;
+ctx._source.superseded_by = n.by;
+ctx._source.supersede_type = n.type;
+if (params.t_invalid != null) { ctx._source.t_invalid = params.t_invalid; }
+"""
+
+# Drops the entries whose superseding memory was deleted and recomputes the summary fields.
+CLEAR_SUPERSESSIONS = """
+List l = ctx._source.supersessions;
+if (l == null) { ctx.op = 'noop'; return; }
+for (int i = l.size() - 1; i >= 0; i--) {
+  Map e = l.get(i);
+  if (params.ids.contains(e.by)) { l.remove(i); }
+}
+if (l.isEmpty()) {
+  ctx._source.remove('supersessions');
+  ctx._source.remove('superseded_at');
+  ctx._source.remove('superseded_by');
+  ctx._source.remove('supersede_type');
+} else {
+  String first = null;
+  for (Map e : l) { if (first == null || e.at.compareTo(first) < 0) { first = e.at; } }
+  Map last = l.get(l.size() - 1);
+  ctx._source.superseded_at = first;
+  ctx._source.superseded_by = last.by;
+  ctx._source.supersede_type = last.type;
+}
+"""
+
+
+def by_tags_query(bank: str, tags: Sequence[str]) -> dict:
+    """GET / DELETE /memory/by-tag: any of `tags`, exact and case-insensitive (AutoMem: toLower(tag) IN $tags)."""
+    return {"bool": {"filter": [{"term": {"bank": bank}}, {"terms": {"tags_norm": sorted({t.strip().lower() for t in tags})}}]}}
+
+
+# AutoMem memories_by_tag: ORDER BY m.importance DESC, m.timestamp DESC; the id makes pages stable.
+BY_TAG_SORT: list[dict] = [
+    {"importance": {"order": "desc", "missing": "_last"}},
+    {"timestamp": {"order": "desc", "missing": "_last"}},
+    {"id": "asc"},
+]

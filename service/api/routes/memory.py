@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.errors import NotFound
 from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
-from service.writes import valid_id
+from service.writes import DEFAULT_SUPERSEDE_TYPE, valid_id
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
@@ -26,6 +26,7 @@ def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
     return StoreResponse(
         memory_id=p.memory_id, type=d["type"], confidence=d["confidence"], importance=d["importance"],
         tags=d["tags"], timestamp=d["timestamp"], warnings=p.warnings or None,
+        supersedes=req.supersedes, supersede_type=(req.supersede_type or DEFAULT_SUPERSEDE_TYPE) if req.supersedes else None,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, BackgroundTasks, Request
 
 from service.api.deps import ApiAuth
 from service.recall.params import parse_recall_params
@@ -12,8 +12,8 @@ router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
 
 @router.get("/recall")
-def recall(request: Request) -> dict:
+def recall(request: Request, background: BackgroundTasks) -> dict:
     state = request.app.state
     now = utcnow()
     params = parse_recall_params(request.query_params, state.settings, dimension=state.embedder.dimension, now=now)
-    return state.recall.recall(params, now)
+    return state.recall.recall(params, now, defer=background.add_task)

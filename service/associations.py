@@ -1,0 +1,83 @@
+"""POST /associate: validate, check the memories exist, write the edges, record supersessions.
+
+Whatever the batch size this is at most three engine requests: one mget for existence, one bulk on
+the edges index, one bulk on the memories index for the INVALIDATED_BY / EVOLVED_INTO edges (the
+supersession state recall filters on, issue 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from service.relations import Association, AssociationError, supersession_entry, validate_association
+from service.storage.edges import EdgeStore
+from service.storage.memories import MemoryStore
+from service.writes import iso, valid_id
+
+
+@dataclass
+class ItemOutcome:
+    index: int
+    item: Any
+    association: Association | None = None
+    error: str | None = None
+    status: int = 201  # 400 invalid, 404 missing memory, 503 write failed
+
+    def failure(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index}
+        if isinstance(self.item, dict):
+            for key in ("memory1_id", "memory2_id", "type"):
+                if isinstance(self.item.get(key), str):
+                    out[key] = self.item[key]
+        out["reason"] = self.error
+        return out
+
+
+def success(a: Association) -> dict[str, Any]:
+    """What AutoMem echoes for one created association (memory.py associate())."""
+    return {
+        "memory1_id": a.source_id, "memory2_id": a.target_id, "relation_type": a.type, "strength": a.strength,
+        **a.properties,
+    }
+
+
+class AssociationService:
+    def __init__(self, memories: MemoryStore, edges: EdgeStore):
+        self.memories = memories
+        self.edges = edges
+
+    def associate(self, items: list[Any], now: datetime) -> list[ItemOutcome]:
+        outcomes = [ItemOutcome(i, item) for i, item in enumerate(items)]
+        for o in outcomes:
+            try:
+                o.association = validate_association(o.item, id_ok=valid_id)
+            except AssociationError as exc:
+                o.error, o.status = str(exc), 400
+        valid = [o for o in outcomes if o.association]
+        found = self.memories.existing([x for o in valid for x in (o.association.source_id, o.association.target_id)])
+        for o in valid:
+            missing = [x for x in (o.association.source_id, o.association.target_id) if x not in found]
+            if missing:
+                o.error, o.status = f"Memory {missing[0]} not found", 404
+        todo = [o for o in valid if o.error is None]
+        errors = self.edges.upsert_many(
+            [{"source_id": o.association.source_id, "target_id": o.association.target_id, "type": o.association.type,
+              "strength": o.association.strength, "properties": o.association.properties} for o in todo],
+            iso(now),
+        )
+        for o, err in zip(todo, errors):
+            if err:
+                o.error, o.status = f"edge write failed: {err}", 503
+        self.record_supersessions([o for o in todo if o.error is None and o.association.supersedes], now)
+        return outcomes
+
+    def record_supersessions(self, outcomes: list[ItemOutcome], now: datetime) -> None:
+        actions = []
+        for o in outcomes:
+            entry, keep_at = supersession_entry(o.association, now)
+            actions.append(self.memories.supersession_action(o.association.source_id, entry, keep_at=keep_at))
+        for o, err in zip(outcomes, self.memories.bulk(actions, "record supersession")):
+            if err:
+                o.error, o.status = f"edge stored but the supersession state was not: {err}", 503

@@ -1,0 +1,300 @@
+"""Relation and entity expansion (spec 000 "Graph Expansion", spec 001 "Multi-Hop Reasoning", issue 4).
+
+Round trips, whatever the number of seeds:
+  relation expansion  1. the edges index: the newest `relation_limit` edges of EVERY seed, one request
+                         (EdgeStore.newest_per_memory: one `terms` query, one top_hits bucket per seed);
+                      2. the memories index: every candidate target in one search, under the same
+                         filters as the seeds (time window, exclude_tags, state; the tag scope only with
+                         expand_respect_tags) and expand_min_importance;
+  entity expansion    3. the memories index: up to 5 entities x 5 memories in one search (one top_hits
+                         bucket per entity);
+  relations           4. the edges index: the relations of every returned memory, one request.
+AutoMem runs one Cypher query per seed and one vector search per entity.
+
+The selection rules (per-seed cap, total cap, bridges, entity order) are pure functions below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
+from service.relations import EXPANDABLE_TYPES
+from service.storage.edges import EdgeStore
+from service.storage.memories import MemoryStore
+
+# AutoMem recall.py `_expand_related_memories(seed_score_boost=0.25)`: relation component =
+# edge strength + 0.25 x the seed's final score.
+SEED_SCORE_BOOST = 0.25
+# AutoMem recall.py `_expand_entity_memories`: `list(entities)[:5]`, `limit_per_entity=5`, and the
+# flat `final_score + 0.15` / components["entity_expansion"] = 0.15 (spec 001).
+ENTITY_LIMIT = 5
+PER_ENTITY = 5
+ENTITY_BONUS = 0.15
+# spec 000 "Expansion Response Fields": entities_found lists up to 10 names.
+ENTITIES_FOUND_MAX = 10
+RELATION = "relation"
+ENTITY_EXPANSION = "entity_expansion"
+SOURCE_EXCLUDES = ["tags_norm", "metadata_terms"]  # the vector stays: expanded memories get their cosine
+# Candidate targets fetched at most (in traversal order): the engine's index.max_result_window
+# (10,000). Only reachable with limit 100 x relation_limit 200; the first 10,000 are plenty for
+# an expansion_limit of at most 500.
+MAX_TARGET_FETCH = 10_000
+
+# make_candidates([(id, source)], match_type) -> Candidates (cosine filled in when the query has a vector).
+MakeCandidates = Callable[[Sequence[tuple[str, dict]], str], list[Candidate]]
+
+
+# --- relation expansion: pure ----------------------------------------------------------------------
+@dataclass
+class Reach:
+    """How a target was reached: every edge from every seed (a bridge has several seeds)."""
+
+    target: str
+    relations: list[dict] = field(default_factory=list)
+    best_by_seed: dict[str, float] = field(default_factory=dict)
+    best_seed_score: float = 0.0
+
+    @property
+    def relation_score(self) -> float:
+        # spec 001 "Bridge scoring: ... the sum of its relationship strengths to all seed memories";
+        # the seed term is AutoMem's 0.25 x seed score, from the strongest seed.
+        return sum(self.best_by_seed.values()) + SEED_SCORE_BOOST * max(self.best_seed_score, 0.0)
+
+
+def candidate_edges(seeds: Sequence[tuple[str, float]], edges_by_seed: Mapping[str, Sequence[dict]]) -> list[tuple[str, float, str, dict]]:
+    """(seed, seed score, other end, edge) in traversal order: seeds by rank, each seed's edges newest
+    first. Edges back into the seed set are skipped (AutoMem: `related_id in seen_ids`)."""
+    seed_ids = {sid for sid, _ in seeds}
+    out = []
+    for sid, score in seeds:
+        for e in edges_by_seed.get(sid, ()):
+            other = e["target_id"] if e["source_id"] == sid else e["source_id"]
+            if other != sid and other not in seed_ids:
+                out.append((sid, score, other, e))
+    return out
+
+
+def select_relation_targets(order: Sequence[tuple[str, float, str, dict]], passed: set[str], limit: int) -> dict[str, Reach]:
+    """Targets that passed the filters, at most `limit` distinct ones, in traversal order. Once the cap
+    is reached no new target is taken, but edges to targets already taken still count (bridges)."""
+    reached: dict[str, Reach] = {}
+    for sid, score, other, e in order:
+        if other not in passed:
+            continue
+        reach = reached.get(other)
+        if reach is None:
+            if len(reached) >= limit:
+                continue
+            reach = reached[other] = Reach(other)
+        strength = float(e.get("strength") or 0.0)
+        reach.relations.append({
+            "type": e["type"], "strength": strength, "from": sid, "seed_score": round(score, 6),
+            "direction": "outgoing" if e["source_id"] == sid else "incoming",
+        })
+        reach.best_by_seed[sid] = max(reach.best_by_seed.get(sid, 0.0), strength)
+        reach.best_seed_score = max(reach.best_seed_score, score)
+    return reached
+
+
+def relation_targets_query(ids: Sequence[str], flt: dict, min_importance: float) -> dict:
+    filters: list[dict] = [flt, {"ids": {"values": list(ids)}}]
+    if min_importance > 0:
+        filters.append({"range": {"importance": {"gte": min_importance}}})
+    return {"size": len(ids), "_source": {"excludes": SOURCE_EXCLUDES}, "query": {"bool": {"filter": filters}}}
+
+
+# --- entity expansion: pure ----------------------------------------------------------------------------
+def entity_key(name: str) -> str:
+    """One spelling per entity: `entity:people:rachel-green` and metadata "Rachel Green" are one person
+    (AutoMem turns slugs into names with `.replace("-", " ")`)."""
+    return " ".join(name.replace("-", " ").replace("_", " ").split()).lower()
+
+
+def entity_spellings(key: str) -> list[str]:
+    """The forms stored in `entities` (service.tags.entity_names): the name, and the tag slug."""
+    return list(dict.fromkeys([key, key.replace(" ", "-"), key.replace(" ", "_")]))
+
+
+def collect_entities(sources: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Entity names of the seeds and relation-expanded memories, in result order, deduplicated —
+    every type (people, places, organizations, tools, ...), not only people as AutoMem does."""
+    found: dict[str, None] = {}
+    for source in sources:
+        for name in source.get("entities") or ():
+            key = entity_key(str(name))
+            if key:
+                found[key] = None
+    return list(found)
+
+
+def entity_query(entities: Sequence[str], flt: dict, exclude_ids: Sequence[str], text: str | None, per_entity: int) -> dict:
+    """ONE search for all entities: a bucket per entity whose top_hits are its memories, the ones
+    matching the query text first, then by importance and recency."""
+    spellings = [s for e in entities for s in entity_spellings(e)]
+    query: dict[str, Any] = {"bool": {"filter": [flt, {"terms": {"entities": spellings}}]}}
+    if exclude_ids:
+        query["bool"]["must_not"] = [{"ids": {"values": list(exclude_ids)}}]
+    if text:
+        query["bool"]["should"] = [{"match": {"content": {"query": text}}}]
+    sort: list[Any] = (["_score"] if text else []) + [
+        {"importance": {"order": "desc", "missing": "_last"}},
+        {"timestamp": {"order": "desc", "missing": "_last"}},
+        {"id": "asc"},
+    ]
+    buckets = {e: {"terms": {"entities": entity_spellings(e)}} for e in entities}
+    return {
+        "size": 0,
+        "query": query,
+        "aggs": {"per_entity": {"filters": {"filters": buckets}, "aggs": {"top": {"top_hits": {
+            "size": per_entity, "sort": sort, "_source": {"excludes": SOURCE_EXCLUDES}}}}}},
+    }
+
+
+def select_entity_hits(entities: Sequence[str], buckets: Mapping[str, Sequence[dict]], seen: set[str], limit: int) -> list[tuple[str, dict, str]]:
+    """(id, source, entity) in entity order; a memory found through two entities counts once, for the first."""
+    out: list[tuple[str, dict, str]] = []
+    taken = set(seen)
+    for entity in entities:
+        for hit in buckets.get(entity, ()):
+            if len(out) >= limit:
+                return out
+            if hit["_id"] not in taken:
+                taken.add(hit["_id"])
+                out.append((hit["_id"], hit["_source"], entity))
+    return out
+
+
+# --- the stage ----------------------------------------------------------------------------------------
+@dataclass
+class ExpansionOutcome:
+    relation: list[ScoredCandidate] = field(default_factory=list)
+    entity: list[ScoredCandidate] = field(default_factory=list)
+    extras: dict[str, dict] = field(default_factory=dict)  # id -> source, relations, expanded_from_entity
+    response: dict[str, Any] = field(default_factory=dict)  # `expansion` / `entity_expansion`
+
+    @property
+    def results(self) -> list[ScoredCandidate]:
+        return self.relation + self.entity
+
+
+@dataclass(frozen=True)
+class ExpansionRequest:
+    relations: bool
+    entities: bool
+    relation_limit: int
+    expansion_limit: int
+    min_importance: float
+    min_strength: float
+    respect_tags: bool
+    min_score: float
+    text: str | None
+
+
+class GraphExpander:
+    def __init__(self, memories: MemoryStore, edges: EdgeStore):
+        self.memories = memories
+        self.edges = edges
+
+    def expand(
+        self,
+        req: ExpansionRequest,
+        seeds: Sequence[ScoredCandidate],
+        sources: Mapping[str, dict],
+        flt: dict,
+        scoring: ScoringRequest,
+        make_candidates: MakeCandidates,
+    ) -> ExpansionOutcome:
+        """`flt` is the filter expanded memories must pass (seeds' filters, strictly current state, the
+        tag scope only with expand_respect_tags). Seeds are never filtered here."""
+        out = ExpansionOutcome()
+        seen = {s.candidate.id for s in seeds}
+        budget = req.expansion_limit
+        if req.relations:
+            reached = self._relation_targets(req, seeds, flt)
+            out.relation = self._score(
+                [(mid, source) for mid, (_, source) in reached.items()], RELATION, scoring, make_candidates,
+                relation={mid: reach.relation_score for mid, (reach, _) in reached.items()}, min_score=req.min_score,
+            )
+            for s in out.relation:
+                reach, source = reached[s.candidate.id]
+                out.extras[s.candidate.id] = {"source": source, "relations": reach.relations}
+            seen |= {s.candidate.id for s in out.relation}
+            budget -= len(out.relation)  # spec 001: RECALL_EXPANSION_LIMIT caps bridges + entities together
+            out.response["expansion"] = {
+                "enabled": True, "seed_count": len(seeds), "expanded_count": len(out.relation),
+                "relation_limit": req.relation_limit, "expansion_limit": req.expansion_limit, "respect_tags": req.respect_tags,
+            }
+        if req.entities:
+            entity_sources = [sources.get(s.candidate.id, {}) for s in seeds] + [out.extras[s.candidate.id]["source"] for s in out.relation]
+            entities = collect_entities(entity_sources)
+            picked = self._entity_hits(req, entities[:ENTITY_LIMIT], flt, seen, budget) if budget > 0 and entities else []
+            picked_sources = {mid: (source, entity) for mid, source, entity in picked}
+            out.entity = self._score(
+                [(mid, source) for mid, source, _ in picked], ENTITY_EXPANSION, scoring, make_candidates,
+                bonus=ENTITY_BONUS, min_score=req.min_score,
+            )
+            for s in out.entity:
+                source, entity = picked_sources[s.candidate.id]
+                out.extras[s.candidate.id] = {"source": source, "expanded_from_entity": entity}
+            out.response["entity_expansion"] = {"enabled": True, "expanded_count": len(out.entity), "entities_found": entities[:ENTITIES_FOUND_MAX]}
+        return out
+
+    # --- I/O steps ---------------------------------------------------------------------------------------
+    def _relation_targets(self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], flt: dict) -> dict[str, tuple[Reach, dict]]:
+        if not seeds:
+            return {}
+        seed_scores = [(s.candidate.id, s.final_score) for s in seeds]
+        edges = self.edges.newest_per_memory([sid for sid, _ in seed_scores], EXPANDABLE_TYPES, per_id=req.relation_limit, min_strength=req.min_strength)
+        order = candidate_edges(seed_scores, edges)
+        ids = list(dict.fromkeys(other for _, _, other, _ in order))[:MAX_TARGET_FETCH]
+        if not ids:
+            return {}
+        hits = self.memories.search(relation_targets_query(ids, flt, req.min_importance))["hits"]["hits"]
+        passed = {h["_id"]: h["_source"] for h in hits}
+        reached = select_relation_targets(order, set(passed), req.expansion_limit)
+        return {mid: (reach, passed[mid]) for mid, reach in reached.items()}
+
+    def _entity_hits(self, req: ExpansionRequest, entities: list[str], flt: dict, seen: set[str], budget: int) -> list[tuple[str, dict, str]]:
+        resp = self.memories.search(entity_query(entities, flt, sorted(seen), req.text, PER_ENTITY))
+        raw = resp.get("aggregations", {}).get("per_entity", {}).get("buckets", {})
+        buckets = {e: raw.get(e, {}).get("top", {}).get("hits", {}).get("hits", []) for e in entities}
+        return select_entity_hits(entities, buckets, seen, budget)
+
+    def hydrate(self, ids: Sequence[str], per_id: int) -> dict[str, list[dict]]:
+        """The relations of returned memories, after trimming (spec 000 "Deferred Relation Hydration"):
+        each memory's `per_id` newest edges of any type, either direction — one request."""
+        edges = self.edges.newest_per_memory(ids, None, per_id=per_id)
+        out: dict[str, list[dict]] = {}
+        for mid, items in edges.items():
+            out[mid] = [
+                {
+                    "type": e["type"], "strength": e.get("strength"),
+                    "id": e["target_id"] if e["source_id"] == mid else e["source_id"],
+                    "direction": "outgoing" if e["source_id"] == mid else "incoming",
+                }
+                for e in items
+            ]
+        return out
+
+    # --- scoring -------------------------------------------------------------------------------------------
+    @staticmethod
+    def _score(
+        items: Sequence[tuple[str, dict]], match_type: str, scoring: ScoringRequest, make_candidates: MakeCandidates,
+        *, relation: Mapping[str, float] | None = None, bonus: float = 0.0, min_score: float = 0.0,
+    ) -> list[ScoredCandidate]:
+        """Expanded memories get the ten components like any candidate (AutoMem re-runs
+        compute_metadata_score on them), plus their relation component or the entity bonus."""
+        if not items:
+            return []
+        scored = []
+        for c in make_candidates(items, match_type):
+            c = replace(c, relation=(relation or {}).get(c.id, 0.0), match_type=match_type)
+            s = score_candidate(c, scoring)
+            if bonus:
+                s = ScoredCandidate(candidate=s.candidate, final_score=s.final_score + bonus, components={**s.components, "entity_expansion": bonus})
+            if s.final_score >= min_score:
+                scored.append(s)
+        return sort_scored(scored)

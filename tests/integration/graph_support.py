@@ -1,0 +1,43 @@
+"""Helpers shared by the graph integration tests (issue 4)."""
+
+from __future__ import annotations
+
+
+def mem(api, content: str, **fields) -> str:
+    resp = api.post("/memory", json={"content": content, **fields})
+    assert resp.status_code == 201, resp.text
+    return resp.json()["memory_id"]
+
+
+def link(api, a: str, b: str, type_: str = "RELATES_TO", strength: float = 0.5, **props) -> dict:
+    resp = api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": type_, "strength": strength, **props})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def recall(api, **params) -> dict:
+    resp = api.get("/recall", params=params)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def ids(body: dict) -> list[str]:
+    return [r["id"] for r in body["results"]]
+
+
+def by_id(body: dict) -> dict[str, dict]:
+    return {r["id"]: r for r in body["results"]}
+
+
+def assert_error(resp, code: int, *fragments: str) -> None:
+    assert resp.status_code == code, resp.text
+    body = resp.json()
+    assert body["status"] == "error" and body["code"] == code, body
+    for fragment in fragments:
+        assert fragment in body["message"], body["message"]
+
+
+def fast_api(make_client):
+    """An app whose writes refresh at once (write_refresh=true) instead of waiting for the next 1 s refresh:
+    the graph tests write hundreds of memories one at a time. Reads are unchanged."""
+    return make_client(write_refresh="true")

@@ -1,0 +1,83 @@
+"""The pure DSL builders of recall (service/recall/queries.py): tables of input -> expected DSL."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from service.recall import queries as Q
+
+
+@pytest.mark.parametrize(
+    ("tags", "mode", "match", "expected"),
+    [
+        ([], "any", "prefix", []),
+        (["slack"], "any", "prefix", [{"terms": {"tag_prefixes": ["slack"]}}]),
+        (["Auth/Login", "auth:login"], "any", "prefix", [{"terms": {"tag_prefixes": ["auth:login"]}}]),
+        (["a", "b:c"], "all", "prefix", [{"term": {"tag_prefixes": "a"}}, {"term": {"tag_prefixes": "b:c"}}]),
+        (["Foo", "bar/baz"], "any", "exact", [{"terms": {"tags_norm": ["foo", "bar/baz"]}}]),
+        (["Foo", "bar"], "all", "exact", [{"term": {"tags_norm": "foo"}}, {"term": {"tags_norm": "bar"}}]),
+    ],
+)
+def test_tag_clauses(tags, mode, match, expected):
+    assert Q.tag_clauses(tags, mode, match) == expected
+
+
+def test_filter_clauses_combines_scope_time_exclusions():
+    f = Q.RecallFilter(
+        bank="default", tags=("slack",), exclude_tags=("conversation_5", "tmp/x"),
+        start=datetime(2024, 1, 1, tzinfo=timezone.utc), end=datetime(2024, 2, 1, tzinfo=timezone.utc),
+        excluded_types=("MetaPattern",),
+    )
+    assert Q.filter_clauses(f) == {
+        "bool": {
+            "filter": [
+                {"term": {"bank": "default"}},
+                {"terms": {"tag_prefixes": ["slack"]}},
+                {"range": {"timestamp": {"gte": "2024-01-01T00:00:00+00:00", "lte": "2024-02-01T00:00:00+00:00"}}},
+            ],
+            "must_not": [
+                {"term": {"archived": True}},
+                {"terms": {"tag_prefixes": ["conversation_5", "tmp:x"]}},
+                {"terms": {"type": ["MetaPattern"]}},
+            ],
+        }
+    }
+    unscoped = Q.filter_clauses(f, scoped=False)
+    assert {"terms": {"tag_prefixes": ["slack"]}} not in unscoped["bool"]["filter"]
+
+
+def test_knn_arm_filters_inside_the_knn_query():
+    flt = {"bool": {"filter": [{"term": {"bank": "default"}}]}}
+    body = Q.knn_arm([0.1, 0.2], 40, flt)
+    assert body["size"] == 40
+    assert body["query"] == {"knn": {"embedding": {"vector": [0.1, 0.2], "k": 40, "filter": flt}}}
+    assert "embedding" in body["_source"]["excludes"]
+
+
+def test_cosine_twin_rescoring_the_same_hits():
+    flt = {"match_all": {}}
+    arm = Q.keyword_arm("red car", 50, flt)
+    twin = Q.cosine_twin(arm, [1.0, 0.0])
+    assert twin["query"] == arm["query"] and twin["size"] == arm["size"] == 50
+    assert twin["_source"] is False
+    rescore = twin["rescore"]
+    assert rescore["window_size"] == 50
+    assert rescore["query"]["query_weight"] == 0.0 and rescore["query"]["rescore_query_weight"] == 1.0
+    script = rescore["query"]["rescore_query"]["script_score"]["script"]
+    assert script["lang"] == "knn" and script["params"]["query_value"] == [1.0, 0.0]
+
+
+def test_keyword_arm_has_phrase_boost_over_content_and_tags():
+    should = Q.keyword_arm("red car", 10, {"match_all": {}})["query"]["bool"]["must"][0]["bool"]["should"]
+    assert should == [
+        {"match": {"content": {"query": "red car"}}},
+        {"match": {"tags_text": {"query": "red car", "boost": 0.5}}},
+        {"match_phrase": {"content.exact": {"query": "red car", "slop": 1, "boost": 2.0}}},
+    ]
+
+
+def test_trending_sorts_per_mode():
+    assert Q.trending_arm(5, {"match_all": {}}, "score")["sort"][0] == {"importance": {"order": "desc", "missing": "_last"}}
+    assert Q.trending_arm(5, {"match_all": {}}, "time_asc")["sort"][0] == {"updated_at": {"order": "asc", "missing": "_last"}}
