@@ -31,6 +31,7 @@ __all__ = [
     "parse_iso_datetime",
     "parse_time_expression",
     "resolve_time_window",
+    "stored_datetime",
 ]
 
 UTC = timezone.utc
@@ -108,6 +109,16 @@ def parse_iso_datetime(value: str) -> datetime:
 # --------------------------------------------------------------------------------------------
 # The window
 # --------------------------------------------------------------------------------------------
+
+
+def stored_datetime(value: object) -> datetime | None:
+    """A timestamp read back from a stored document: None when missing or unparseable."""
+    if not value:
+        return None
+    try:
+        return parse_iso_datetime(str(value))
+    except ValueError:
+        return None
 
 
 def _to_utc(value: datetime) -> datetime:

@@ -32,7 +32,7 @@ from service.recall.params import RecallParams
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.tags import hierarchy_key
-from service.timeparse import parse_iso_datetime
+from service.timeparse import stored_datetime
 from service.writes import iso
 
 log = logging.getLogger("engram.recall")
@@ -58,15 +58,6 @@ def weights_from(settings: Settings) -> Weights:
         relation=settings.search_weight_relation, relevance=settings.search_weight_relevance,
         temporal=settings.search_weight_temporal,
     )
-
-
-def _dt(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return parse_iso_datetime(str(value))
-    except ValueError:
-        return None
 
 
 @dataclass
@@ -122,8 +113,8 @@ class Hit:
             importance=s.get("importance"),
             confidence=s.get("confidence"),
             relevance_score=s.get("relevance_score"),
-            timestamp=_dt(s.get("timestamp")),
-            updated_at=_dt(s.get("updated_at")),
+            timestamp=stored_datetime(s.get("timestamp")),
+            updated_at=stored_datetime(s.get("updated_at")),
             metadata=s.get("metadata") or {},
             vector_cosine=self.cosine,
             bm25=self.bm25,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate
-from service.timeparse import parse_iso_datetime
+from service.timeparse import stored_datetime
 
 # spec 000: "Resolution is bounded at 5 hops and is cycle-safe."
 MAX_HOPS = 5
@@ -63,23 +63,14 @@ def active_must_not(at: datetime) -> list[dict]:
 
 
 # --- one memory ------------------------------------------------------------------------------------
-def _dt(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return parse_iso_datetime(str(value))
-    except ValueError:
-        return None
-
-
 def validity_reason(source: Mapping[str, Any], at: datetime) -> str | None:
     """AutoMem recall.py `_state_reason_for_memory`: archived, not_yet_valid, expired, in that order."""
     if source.get("archived") is True:
         return "archived"
-    t_valid = _dt(source.get("t_valid"))
+    t_valid = stored_datetime(source.get("t_valid"))
     if t_valid is not None and t_valid > at:
         return "not_yet_valid"
-    t_invalid = _dt(source.get("t_invalid"))
+    t_invalid = stored_datetime(source.get("t_invalid"))
     if t_invalid is not None and t_invalid <= at:
         return "expired"
     return None
@@ -91,7 +82,7 @@ def supersession(source: Mapping[str, Any], at: datetime) -> dict | None:
     entries = source.get("supersessions") or []
     if not entries and source.get("superseded_by") and source.get("superseded_at"):
         entries = [{"by": source["superseded_by"], "type": source.get("supersede_type"), "at": source["superseded_at"]}]
-    live = [e for e in entries if e.get("by") and (moment := _dt(e.get("at"))) is not None and moment <= at]
+    live = [e for e in entries if e.get("by") and (moment := stored_datetime(e.get("at"))) is not None and moment <= at]
     return live[-1] if live else None
 
 

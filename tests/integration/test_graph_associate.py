@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.graph_support import assert_error, fast_api, link, mem
+from tests.integration.support import assert_error, fast_api, link, mem
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.graph_support import by_id, fast_api, ids, link, mem, recall
+from tests.integration.support import by_id, fast_api, ids, link, mem, recall
 
 
 @pytest.fixture

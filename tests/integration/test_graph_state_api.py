@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.integration.graph_support import assert_error, by_id, fast_api, ids, link, mem, recall
+from tests.integration.support import assert_error, by_id, fast_api, ids, link, mem, recall
 
 
 @pytest.fixture

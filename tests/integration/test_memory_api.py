@@ -5,20 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import TOKEN
+from tests.integration.support import assert_error
 
 
 def store(api, **fields):
     resp = api.post("/memory", json={"content": "a memory", **fields})
     assert resp.status_code == 201, resp.text
     return resp.json()
-
-
-def assert_error(resp, code, *fragments):
-    assert resp.status_code == code, resp.text
-    body = resp.json()
-    assert body["status"] == "error" and body["code"] == code
-    for fragment in fragments:
-        assert fragment in body["message"], body["message"]
 
 
 def test_store_get_patch_delete_roundtrip(api):

@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from service.embedding import EmbeddingError
+from tests.integration.support import ids, recall
+from tests.integration.support import mem as put
 
 
 def unit(*values: float, dim: int = 384) -> list[float]:
@@ -22,22 +24,6 @@ def csv(vec: list[float]) -> str:
 
 def ago(days: float) -> str:
     return (datetime.now(timezone.utc) - timedelta(days=days)).isoformat()
-
-
-def put(api, content: str, **fields) -> str:
-    resp = api.post("/memory", json={"content": content, **fields})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["memory_id"]
-
-
-def recall(api, **params) -> dict:
-    resp = api.get("/recall", params=params)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
-
-
-def ids(body: dict) -> list[str]:
-    return [r["id"] for r in body["results"]]
 
 
 def test_worked_example_scores_0_792_end_to_end(api):

@@ -1,4 +1,4 @@
-"""Helpers shared by the graph integration tests (issue 4)."""
+"""Helpers shared by the integration tests: store, link, recall, read ids, check error bodies."""
 
 from __future__ import annotations
 
