@@ -148,15 +148,18 @@ def analyzer_tokens(text: str | None) -> list[str]:
     return _ANALYZER_TOKEN.findall(_POSSESSIVE.sub("", text.lower()))
 
 
-def stemmed_words(text: str | None) -> set[str]:
+# Cached: the same memories come back query after query (4096 contents ≈ a few MB).
+@lru_cache(maxsize=4096)
+def stemmed_words(text: str | None) -> frozenset[str]:
     """Stems of the words of `text`, as OpenSearch's `english` analyzer would index them."""
-    return {
+    return frozenset(
         stem(token)
         for token in analyzer_tokens(text)
         if token not in ENGLISH_ANALYZER_STOPWORDS
-    }
+    )
 
 
+@lru_cache(maxsize=4096)
 def keyword_stems(keyword: str) -> tuple[str, ...]:
     """Stems a keyword must find in the content; a hyphenated keyword needs all its parts."""
     return tuple(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, Request
+import orjson
+from fastapi import APIRouter, BackgroundTasks, Request, Response
 
 from service.api.deps import ApiAuth
 from service.recall.params import parse_recall_params
@@ -12,8 +13,10 @@ router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
 
 @router.get("/recall")
-def recall(request: Request, background: BackgroundTasks) -> dict:
+def recall(request: Request, background: BackgroundTasks) -> Response:
     state = request.app.state
     now = utcnow()
     params = parse_recall_params(request.query_params, state.settings, dimension=state.embedder.dimension, now=now)
-    return state.recall.recall(params, now, defer=background.add_task)
+    body = state.recall.recall(params, now, defer=background.add_task)
+    # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
+    return Response(orjson.dumps(body), media_type="application/json", background=background)
