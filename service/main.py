@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             url = await anyio.to_thread.run_sync(LocalNode(cfg.local_node_name).start)
             log.info("OPENSEARCH_URL not set: using the local node at %s", url)
         client = make_client(url, cfg)
-        model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size))
+        model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
         await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
         state = app.state
         state.settings, state.client, state.embedder, state.opensearch_url = cfg, client, model, url
@@ -58,7 +58,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
-        log.info("engram %s ready: memories=%s model=%s (%d dims)", __version__, cfg.memories_alias, model.short_name, model.dimension)
+        log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
         try:
             yield
         finally:

@@ -1,0 +1,478 @@
+"""Recall latency against the bare engine: GET /recall vs the same arms sent straight to OpenSearch.
+
+    python -m bench.latency                                  # 10k and 100k memories, concurrency 1 and 8
+    python -m bench.latency --sizes 1000000 --queries 100    # the long 1M run (loads ~1M memories first)
+    python -m bench.latency --sizes 10000 --concurrency 1 --queries 50   # a quick look
+
+For each corpus size it (re)uses a corpus in the dedicated local node `bench` (2 GB heap, INDEX_PREFIX
+`bench-lat-<size>`; built with bench.corpus when missing), starts the service as its own process
+(`python -m service`, EMBEDDING_BACKEND from the environment, default onnx) and, per query kind
+(see bench/queries.py) and per concurrency:
+
+- `recall`: GET /recall over HTTP (keep-alive), client-side latency, plus the server's query_time_ms;
+- `bare`:  the `_msearch` that the same recall sent to OpenSearch, captured from the service's own
+  pipeline (RecallService with a recording transport, so the arms are identical by construction),
+  pre-encoded and POSTed straight to the engine from this machine; the response is decoded (orjson);
+- `bare_all`: every engine request that recall made (the _msearch, graph expansion and state
+  lookups, the last_accessed bulk), one after the other — the floor with no Python at all.
+
+The ratio recall / bare (p50 and p95) is the main figure. Results go to bench/out/latency.json
+(sizes measured earlier are kept, so the 1M run adds to the 10k/100k one), latency.md and latency.png.
+Other processes on the machine skew latencies: the report records the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import orjson
+from tqdm import tqdm
+
+from bench import corpus as C
+from bench.queries import KINDS, Query, build
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+TOKEN = "bench-token"
+WARMUP = 15
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(latencies_ms: list[float], wall_s: float) -> dict[str, float]:
+    return {
+        "n": len(latencies_ms),
+        "p50": round(percentile(latencies_ms, 50), 2), "p95": round(percentile(latencies_ms, 95), 2),
+        "p99": round(percentile(latencies_ms, 99), 2), "mean": round(statistics.fmean(latencies_ms), 2) if latencies_ms else None,
+        "qps": round(len(latencies_ms) / wall_s, 1) if wall_s else None,
+    }
+
+
+def load_avg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# --- the service as its own process ------------------------------------------------------------------
+class ServiceProcess:
+    def __init__(self, url: str, prefix: str, env: dict[str, str] | None = None):
+        from service.localnode import free_port
+
+        self.port = free_port()
+        self.env = {**os.environ, "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, **(env or {})}
+        self.proc: subprocess.Popen | None = None
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> str:
+        cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        self.log = open(OUT / f"service-{self.port}.log", "wb")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.log.name}")
+            try:
+                if httpx.get(f"{self.base}/health", timeout=2).status_code == 200:
+                    return self.base
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError("the service did not become healthy in 300 s")
+
+    def peak_rss_mb(self) -> float | None:
+        """The service process's peak resident memory (VmHWM)."""
+        try:
+            for line in open(f"/proc/{self.proc.pid}/status"):
+                if line.startswith("VmHWM"):
+                    return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+        if exc[0] is None:  # keep the service's log only when something went wrong
+            Path(self.log.name).unlink(missing_ok=True)
+
+
+# --- capturing the engine requests of one recall ----------------------------------------------------
+class Recorder:
+    """Wraps transport.perform_request; records (method, url, params, body) while `calls` is a list."""
+
+    def __init__(self, transport):
+        self.inner = transport.perform_request
+        self.calls: list[tuple] | None = None
+        transport.perform_request = self
+
+    def __call__(self, method, url, params=None, body=None, timeout=None, ignore=(), headers=None):
+        if self.calls is not None:
+            self.calls.append((method, url, {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}, body))
+        return self.inner(method, url, params=params, body=body, timeout=timeout, ignore=ignore, headers=headers)
+
+
+def encode_body(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return orjson.dumps(body)
+
+
+def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str, str, dict, bytes]]]:
+    """For each query, the engine requests the service's own recall pipeline makes for it."""
+    from starlette.datastructures import QueryParams
+
+    from service.config import Settings
+    from service.recall.params import parse_recall_params
+    from service.recall.pipeline import RecallService
+    from service.storage.client import make_client
+    from service.storage.edges import EdgeStore
+    from service.storage.memories import MemoryStore
+
+    settings = Settings(opensearch_url=url, index_prefix=prefix)
+    client = make_client(url, settings)
+    recorder = Recorder(client.transport)
+    dimension = len(next(q.embedding for q in queries if q.embedding))
+
+    class NoEmbedder:  # every captured query carries its embedding; the pipeline must not embed
+        def __init__(self):
+            self.dimension = dimension
+
+        def embed_query(self, text):
+            raise AssertionError("capture queries carry their embedding")
+
+    memories = MemoryStore(client, settings.memories_alias, refresh=settings.write_refresh, bank=settings.default_bank)
+    edges = EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh, bank=settings.default_bank)
+    service = RecallService(settings, memories, NoEmbedder(), edges)  # type: ignore[arg-type]
+    out = []
+    for q in queries:
+        now = datetime.now(timezone.utc)
+        params = parse_recall_params(QueryParams(urlencode(q.recall_params(with_embedding=True))), settings, dimension=dimension, now=now)
+        recorder.calls = []
+        service.recall(params, now)
+        out.append([(m, u, p, encode_body(b)) for m, u, p, b in recorder.calls])
+        recorder.calls = None
+    client.close()
+    return out
+
+
+# --- running a load ------------------------------------------------------------------------------
+def run_load(fn: Callable[[Any], Any], items: list, concurrency: int) -> tuple[list[float], list, float]:
+    """Call fn on every item with `concurrency` threads; (client latencies ms, fn results, wall seconds)."""
+    lat: list[float] = []
+    server: list = []
+    lock = threading.Lock()
+    it = iter(items)
+
+    def worker():
+        while True:
+            with lock:
+                item = next(it, None)
+            if item is None:
+                return
+            t = time.perf_counter()
+            srv = fn(item)
+            ms = (time.perf_counter() - t) * 1000
+            with lock:
+                lat.append(ms)
+                if srv is not None:
+                    server.append(srv)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        for f in [pool.submit(worker) for _ in range(concurrency)]:
+            f.result()
+    return lat, server, time.perf_counter() - started
+
+
+def recall_fn(http: httpx.Client, *, with_embedding: bool) -> Callable[[Query], dict]:
+    def call(q: Query) -> dict:
+        r = http.get("/recall", params=q.recall_params(with_embedding=with_embedding))
+        if r.status_code != 200:
+            raise RuntimeError(f"recall failed: {r.status_code} {r.text[:300]}")
+        body = orjson.loads(r.content)
+        return {"query_time_ms": body.get("query_time_ms"), "timings": body.get("timings") or {}, "bytes": len(r.content)}
+
+    return call
+
+
+def bare_fn(engine: httpx.Client, *, msearch_only: bool) -> Callable[[list], None]:
+    def call(requests: list) -> None:
+        for method, url, params, body in requests:
+            if msearch_only and not url.endswith("_msearch"):
+                continue
+            ctype = "application/x-ndjson" if url.endswith(("_msearch", "_bulk")) else "application/json"
+            r = engine.request(method, url, params=params, content=body, headers={"content-type": ctype})
+            if r.status_code >= 300:
+                raise RuntimeError(f"engine {url}: {r.status_code} {r.text[:300]}")
+            orjson.loads(r.content)
+        return None
+
+    return call
+
+
+# --- engine footprint ------------------------------------------------------------------------------
+def engine_footprint(url: str, prefix: str) -> dict:
+    with httpx.Client(base_url=url, timeout=60) as h:
+        indices = h.get(f"/_cat/indices/{prefix}-*", params={"format": "json", "bytes": "b"}).json()
+        nodes = h.get("/_nodes/stats/jvm,indices").json()["nodes"]
+        segs = h.get(f"/_cat/segments/{prefix}-memories-*", params={"format": "json"}).json()
+    node = next(iter(nodes.values()))
+    mem = next(i for i in indices if "-memories-" in i["index"])
+    edges = next((i for i in indices if "-edges-" in i["index"]), None)
+    return {
+        "memories_docs": int(mem["docs.count"]), "memories_bytes": int(mem["store.size"]),
+        "edges_docs": int(edges["docs.count"]) if edges else 0, "edges_bytes": int(edges["store.size"]) if edges else 0,
+        "segments": len(segs), "memories_docs_deleted": int(mem["docs.deleted"]),
+        "heap_used_bytes": node["jvm"]["mem"]["heap_used_in_bytes"], "heap_max_bytes": node["jvm"]["mem"]["heap_max_in_bytes"],
+        "old_gen_used_bytes": node["jvm"]["mem"]["pools"].get("old", {}).get("used_in_bytes"),
+        "segments_memory_bytes": node["indices"]["segments"].get("memory_in_bytes"),
+    }
+
+
+def jvm_rss_bytes() -> int | None:
+    """Resident memory of the local bench node's JVM (heap + off-heap + the mapped index files it touched)."""
+    from service.localnode import LocalNode
+
+    state = LocalNode(C.NODE_NAME)._state()
+    if not state:
+        return None
+    try:
+        for line in open(f"/proc/{state['pid']}/status"):
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+# --- one corpus size ------------------------------------------------------------------------------
+def ensure_corpus(url: str, prefix: str, size: int, vectors: str, embedder, *, fresh: bool = False) -> dict | None:
+    with httpx.Client(base_url=url, timeout=60) as h:
+        r = h.get(f"/{prefix}-memories/_count")
+        if not fresh and r.status_code == 200 and r.json()["count"] == size:
+            return None
+    return C.load(size, prefix=prefix, url=url, vectors=vectors, embedder=embedder)
+
+
+def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> dict:
+    prefix = f"{args.prefix}-{size}"
+    started = time.perf_counter()
+    loaded = ensure_corpus(url, prefix, size, args.vectors, embedder, fresh=args.fresh)
+    if loaded:
+        print(f"loaded {size:,} memories in {loaded['seconds']:.0f} s ({loaded['memories_per_s']:.0f}/s)", file=sys.stderr)
+    with httpx.Client(base_url=url, timeout=600) as h:
+        h.post(f"/{prefix}-memories/_refresh")
+    result: dict[str, Any] = {"size": size, "prefix": prefix, "load": loaded, "load_avg_before": load_avg(), "kinds": {}}
+    # The footprint of the corpus as loaded; recalls then rewrite the memories they return
+    # (last_accessed), which leaves deleted documents behind until merges reclaim them.
+    result["footprint_loaded"] = engine_footprint(url, prefix)
+    result["footprint_loaded"]["jvm_rss_bytes"] = None if args.url else jvm_rss_bytes()
+    by_kind = {k: [q for q in queries if q.kind == k] for k in KINDS if k in args.kinds}
+    print(f"capturing the engine requests of {sum(len(v) for v in by_kind.values())} recalls ...", file=sys.stderr)
+    captured = {k: capture(url, prefix, qs) for k, qs in by_kind.items()}
+    result["requests_per_recall"] = {k: round(statistics.fmean(len(c) for c in v), 2) for k, v in captured.items()}
+    result["msearch_arms"] = {
+        k: round(statistics.fmean(b.count(b"\n") // 2 for c in v for m, u, p, b in c if u.endswith("_msearch")), 1) for k, v in captured.items()
+    }
+    limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
+    svc = ServiceProcess(url, prefix, env={"EMBEDDING_BACKEND": args.backend})
+    with svc as base, \
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120, limits=limits) as http, \
+            httpx.Client(base_url=url, timeout=120, limits=limits) as engine:
+        for conc in args.concurrency:
+            for kind, qs in by_kind.items():
+                reqs = captured[kind]
+                warm, rest = qs[:WARMUP], qs[WARMUP:]
+                warm_reqs, rest_reqs = reqs[:WARMUP], reqs[WARMUP:]
+                if kind == "embed":  # distinct texts per concurrency: the query cache never answers
+                    half = len(rest) // len(args.concurrency)
+                    i = args.concurrency.index(conc)
+                    rest, rest_reqs = rest[i * half : (i + 1) * half], rest_reqs[i * half : (i + 1) * half]
+                with_emb = kind != "embed"
+                desc = f"{size:,} {kind} c={conc}"
+                run_load(recall_fn(http, with_embedding=True), warm, 1)  # warm-up (embedding given: caches stay cold for embed)
+                run_load(bare_fn(engine, msearch_only=True), warm_reqs, 1)
+                bar = tqdm(total=3, desc=desc, file=sys.stderr, leave=False)
+                lat, srv, wall = run_load(recall_fn(http, with_embedding=with_emb), rest, conc)
+                bar.update()
+                blat, _, bwall = run_load(bare_fn(engine, msearch_only=True), rest_reqs, conc)
+                bar.update()
+                alat, _, awall = run_load(bare_fn(engine, msearch_only=False), rest_reqs, conc)
+                bar.update()
+                bar.close()
+                stages = sorted({k for x in srv for k in x["timings"]})
+                row = {
+                    "recall": summary(lat, wall),
+                    "server_query_time_ms": summary([x["query_time_ms"] for x in srv if x["query_time_ms"] is not None], wall),
+                    "server_stages_p50_ms": {k: round(percentile([x["timings"].get(k, 0.0) for x in srv], 50), 2) for k in stages},
+                    "response_bytes_p50": percentile([x["bytes"] for x in srv], 50),
+                    "bare": summary(blat, bwall), "bare_all": summary(alat, awall),
+                }
+                row["ratio_p50"] = round(row["recall"]["p50"] / row["bare"]["p50"], 2)
+                row["ratio_p95"] = round(row["recall"]["p95"] / row["bare"]["p95"], 2)
+                row["ratio_all_p50"] = round(row["recall"]["p50"] / row["bare_all"]["p50"], 2)
+                result["kinds"].setdefault(kind, {})[str(conc)] = row
+                r = row["recall"]
+                print(f"{desc:28s} recall p50 {r['p50']:7.1f} p95 {r['p95']:7.1f} ms {r['qps']:6.1f}/s | bare p50 {row['bare']['p50']:6.1f} "
+                      f"p95 {row['bare']['p95']:6.1f} | ratio p50 {row['ratio_p50']:.2f} p95 {row['ratio_p95']:.2f}", file=sys.stderr)
+        result["service_peak_rss_mb"] = svc.peak_rss_mb()
+    result["footprint"] = engine_footprint(url, prefix)
+    result["footprint"]["jvm_rss_bytes"] = None if args.url else jvm_rss_bytes()
+    result["load_avg_after"] = load_avg()
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+# --- reporting -------------------------------------------------------------------------------------
+def markdown(results: dict) -> str:
+    lines = [
+        "| memories | query kind | clients | recall p50 / p95 / p99 ms | recall/s | bare _msearch p50 / p95 / p99 ms | bare/s | recall ÷ bare p50 / p95 | all engine calls p50 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size in sorted(results["sizes"], key=int):
+        res = results["sizes"][size]
+        for kind, per_c in res["kinds"].items():
+            for conc, row in sorted(per_c.items(), key=lambda kv: int(kv[0])):
+                r, b = row["recall"], row["bare"]
+                lines.append(
+                    f"| {int(size):,} | {kind} | {conc} | {r['p50']:.1f} / {r['p95']:.1f} / {r['p99']:.1f} | {r['qps']:.0f} | "
+                    f"{b['p50']:.1f} / {b['p95']:.1f} / {b['p99']:.1f} | {b['qps']:.0f} | {row['ratio_p50']:.2f} / {row['ratio_p95']:.2f} | "
+                    f"{row['bare_all']['p50']:.1f} |"
+                )
+    lines.append("")
+    lines.append("| memories | index on disk (as loaded) | per 100k memories | edges index | segments | engine heap used / max | engine RSS | load time | after the runs: deleted docs, disk |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for size in sorted(results["sizes"], key=int):
+        res = results["sizes"][size]
+        f = res.get("footprint_loaded") or res["footprint"]
+        after = res["footprint"]
+        n = int(size)
+        per100k = f["memories_bytes"] / n * 100_000
+        load = res.get("load") or {}
+        lines.append(
+            f"| {n:,} | {f['memories_bytes'] / 2**20:,.0f} MB | {per100k / 2**20:,.0f} MB | {f['edges_bytes'] / 2**20:,.0f} MB ({f['edges_docs']:,} edges) | "
+            f"{f['segments']} | {f['heap_used_bytes'] / 2**20:,.0f} / {f['heap_max_bytes'] / 2**20:,.0f} MB | "
+            f"{format(f['jvm_rss_bytes'] / 2**20, ',.0f') + ' MB' if f.get('jvm_rss_bytes') else '—'} | "
+            f"{(str(round(load['seconds'])) + ' s (' + str(round(load['memories_per_s'])) + '/s, ' + load['vectors'] + ' vectors)') if load else 'reused'} | "
+            f"{after.get('memories_docs_deleted', 0):,}, {after['memories_bytes'] / 2**20:,.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted(results["sizes"], key=int)
+    kinds = [k for k in KINDS if any(k in results["sizes"][s]["kinds"] for s in sizes)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    for kind in kinds:
+        xs = [int(s) for s in sizes if "1" in results["sizes"][s]["kinds"].get(kind, {})]
+        p50 = [results["sizes"][str(x)]["kinds"][kind]["1"]["recall"]["p50"] for x in xs]
+        p95 = [results["sizes"][str(x)]["kinds"][kind]["1"]["recall"]["p95"] for x in xs]
+        line, = ax1.plot(xs, p50, marker="o", label=f"{kind} p50")
+        ax1.plot(xs, p95, marker="x", linestyle=":", color=line.get_color(), label=f"{kind} p95")
+    xs = [int(s) for s in sizes if "1" in results["sizes"][s]["kinds"].get("unscoped", {})]
+    if xs:
+        ax1.plot(xs, [results["sizes"][str(x)]["kinds"]["unscoped"]["1"]["bare"]["p50"] for x in xs], color="black",
+                 linestyle="--", marker="s", label="bare engine p50 (unscoped)")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("memories")
+    ax1.set_ylabel("GET /recall latency, ms (1 client)")
+    ax1.set_title("Recall latency vs corpus size")
+    ax1.grid(True, alpha=0.3)
+    ax1.legend(fontsize=7, ncol=2)
+    width = 0.8 / max(1, len(sizes))
+    for i, s in enumerate(sizes):
+        vals = [results["sizes"][s]["kinds"].get(k, {}).get("1", {}).get("ratio_p50", 0) for k in kinds]
+        ax2.bar([j + i * width for j in range(len(kinds))], vals, width, label=f"{int(s):,} memories")
+    ax2.axhline(1.5, color="red", linestyle="--", linewidth=1, label="goal ≤ 1.5")
+    ax2.set_xticks([j + width * (len(sizes) - 1) / 2 for j in range(len(kinds))], kinds)
+    ax2.set_ylabel("recall p50 ÷ bare _msearch p50")
+    ax2.set_title("Recall vs the bare engine (1 client)")
+    ax2.grid(True, axis="y", alpha=0.3)
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (default 10000,100000)")
+    parser.add_argument("--concurrency", default="1,8", help="comma-separated client counts (default 1,8)")
+    parser.add_argument("--queries", type=int, default=215, help="queries per kind, the first 15 are warm-up (default 215)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"query kinds (default {','.join(KINDS)})")
+    parser.add_argument("--vectors", choices=["auto", "model", "synthetic"], default="auto", help="corpus vectors when a corpus must be built")
+    parser.add_argument("--fresh", action="store_true", help="rebuild the corpora even when they exist (recalls leave deleted documents behind)")
+    parser.add_argument("--prefix", default="bench-lat", help="INDEX_PREFIX stem; the corpus of size N lives in <prefix>-N")
+    parser.add_argument("--url", help=f"OpenSearch URL (default: the local node {C.NODE_NAME!r}, started with a {C.NODE_HEAP} heap)")
+    parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", "onnx"), help="EMBEDDING_BACKEND of the service (default onnx)")
+    parser.add_argument("--out", type=Path, default=OUT / "latency.json")
+    args = parser.parse_args(argv)
+    args.sizes_list = [int(s) for s in args.sizes.split(",") if s]
+    args.concurrency = [int(c) for c in args.concurrency.split(",") if c]
+    args.kinds = [k for k in args.kinds.split(",") if k]
+    OUT.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    from service.config import Settings
+    from service.embedding import Embedder
+
+    url = C.node_url(args.url)
+    s = Settings()
+    embedder = Embedder(s.embedding_model, backend=args.backend)
+    queries = build(args.queries, embedder)
+    results = json.loads(args.out.read_text()) if args.out.is_file() else {"sizes": {}}
+    results.update(
+        machine={"cpus": os.cpu_count(), "python": sys.version.split()[0]}, backend=args.backend, queries_per_kind=args.queries,
+        warmup=WARMUP, node=C.NODE_NAME if not args.url else args.url,
+    )
+    for size in args.sizes_list:
+        started = time.perf_counter()
+        results["sizes"][str(size)] = measure_size(args, url, size, queries, embedder)
+        results["sizes"][str(size)]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        print(f"{size:,}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        args.out.write_text(json.dumps(results, indent=2))
+    table = markdown(results)
+    (args.out.with_suffix(".md")).write_text(table + "\n")
+    chart(results, args.out.with_suffix(".png"))
+    print(table)
+    print(f"\nwritten: {args.out}, {args.out.with_suffix('.md')}, {args.out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

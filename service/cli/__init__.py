@@ -1,0 +1,1 @@
+"""Command-line tools: `python -m service.cli.importer` (bulk import of JSONL memories), `engram ...`."""
