@@ -41,3 +41,21 @@ def fast_api(make_client):
     """An app whose writes refresh at once (write_refresh=true) instead of waiting for the next 1 s refresh:
     the graph tests write hundreds of memories one at a time. Reads are unchanged."""
     return make_client(write_refresh="true")
+
+
+def count_requests(api, **params) -> tuple[dict, list[str]]:
+    """Recall, recording every request the app made to OpenSearch (the real client, counted)."""
+    client = api.app.state.client
+    calls: list[str] = []
+    original = client.transport.perform_request
+
+    def counting(method, url, *args, **kwargs):
+        calls.append(f"{method} {url.split('?')[0]}")
+        return original(method, url, *args, **kwargs)
+
+    client.transport.perform_request = counting
+    try:
+        body = recall(api, **params)
+    finally:
+        client.transport.perform_request = original
+    return body, calls

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import by_id, fast_api, ids, link, mem, recall
+from tests.integration.support import by_id, count_requests, fast_api, ids, link, mem, recall
 
 
 @pytest.fixture
@@ -202,21 +202,6 @@ def test_entity_expansion_filters(api):
 
 
 # --- a fixed number of engine requests -----------------------------------------------------------------
-def count_requests(api, **params):
-    client = api.app.state.client
-    calls: list[str] = []
-    original = client.transport.perform_request
-
-    def counting(method, url, *args, **kwargs):
-        calls.append(f"{method} {url.split('?')[0]}")
-        return original(method, url, *args, **kwargs)
-
-    client.transport.perform_request = counting
-    try:
-        body = recall(api, **params)
-    finally:
-        client.transport.perform_request = original
-    return body, calls
 
 
 def test_expansion_makes_a_fixed_number_of_engine_requests_whatever_the_number_of_seeds(api):

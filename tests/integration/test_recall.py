@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from service.embedding import EmbeddingError
-from tests.integration.support import ids, recall
+from tests.integration.support import count_requests, ids, recall
 from tests.integration.support import mem as put
 
 
@@ -283,19 +283,7 @@ def test_embedding_failure_degrades_to_keyword(make_client, embedder):
 
 def test_one_msearch_and_last_accessed_written(api, os_client):
     memory_id = put(api, "the wifi password is on the fridge")
-    client = api.app.state.memories.client
-    calls: list[str] = []
-    original = client.transport.perform_request
-
-    def counting(method, url, *args, **kwargs):
-        calls.append(f"{method} {url.split('?')[0]}")
-        return original(method, url, *args, **kwargs)
-
-    client.transport.perform_request = counting
-    try:
-        body = recall(api, query="wifi password", tags="", limit=3)
-    finally:
-        client.transport.perform_request = original
+    body, calls = count_requests(api, query="wifi password", tags="", limit=3)
     assert ids(body)[0] == memory_id
     assert calls == ["POST /_msearch", "POST /_bulk"]  # candidates in one round trip, then access tracking
     os_client.indices.refresh(index=api.app.state.settings.memories_alias)
