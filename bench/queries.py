@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from bench.corpus import AREA_WORDS, PROJECTS, TECH, clusters
+from bench.corpus import AREA_WORDS, TECH, clusters
 
 OUT = Path(__file__).resolve().parent / "out"
 KINDS = ("unscoped", "tag", "window", "expand", "embed")
