@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
+from service.recall.queries import SOURCE_EXCLUDES, cosine_fields, with_cosine
 from service.relations import EXPANDABLE_TYPES
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
@@ -37,13 +38,15 @@ ENTITY_BONUS = 0.15
 ENTITIES_FOUND_MAX = 10
 RELATION = "relation"
 ENTITY_EXPANSION = "entity_expansion"
-SOURCE_EXCLUDES = ["tags_norm", "metadata_terms"]  # the vector stays: expanded memories get their cosine
+# Expanded memories get their cosine as a script field (queries.with_cosine), stashed in the
+# source under COSINE_KEY for make_candidates; vectors never travel.
+COSINE_KEY = "_cosine"
 # Candidate targets fetched at most (in traversal order): the engine's index.max_result_window
 # (10,000). Only reachable with limit 100 x relation_limit 200; the first 10,000 are plenty for
 # an expansion_limit of at most 500.
 MAX_TARGET_FETCH = 10_000
 
-# make_candidates([(id, source)], match_type) -> Candidates (cosine filled in when the query has a vector).
+# make_candidates([(id, source)], match_type) -> Candidates (cosine from COSINE_KEY when the query has a vector).
 MakeCandidates = Callable[[Sequence[tuple[str, dict]], str], list[Candidate]]
 
 
@@ -99,11 +102,20 @@ def select_relation_targets(order: Sequence[tuple[str, float, str, dict]], passe
     return reached
 
 
-def relation_targets_query(ids: Sequence[str], flt: dict, min_importance: float) -> dict:
+def relation_targets_query(ids: Sequence[str], flt: dict, min_importance: float, vector: Sequence[float] | None = None) -> dict:
     filters: list[dict] = [flt, {"ids": {"values": list(ids)}}]
     if min_importance > 0:
         filters.append({"range": {"importance": {"gte": min_importance}}})
-    return {"size": len(ids), "_source": {"excludes": SOURCE_EXCLUDES}, "query": {"bool": {"filter": filters}}}
+    return with_cosine({"size": len(ids), "_source": {"excludes": SOURCE_EXCLUDES}, "query": {"bool": {"filter": filters}}}, vector)
+
+
+def source_with_cosine(hit: dict) -> dict:
+    """The hit's source, carrying its script-field cosine (if any) under COSINE_KEY."""
+    source = hit["_source"]
+    cosine = hit.get("fields", {}).get("cosine")
+    if cosine:
+        source[COSINE_KEY] = float(cosine[0])
+    return source
 
 
 # --- entity expansion: pure ----------------------------------------------------------------------------
@@ -130,7 +142,9 @@ def collect_entities(sources: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(found)
 
 
-def entity_query(entities: Sequence[str], flt: dict, exclude_ids: Sequence[str], text: str | None, per_entity: int) -> dict:
+def entity_query(
+    entities: Sequence[str], flt: dict, exclude_ids: Sequence[str], text: str | None, per_entity: int, vector: Sequence[float] | None = None
+) -> dict:
     """ONE search for all entities: a bucket per entity whose top_hits are its memories, the ones
     matching the query text first, then by importance and recency."""
     spellings = [s for e in entities for s in entity_spellings(e)]
@@ -145,12 +159,10 @@ def entity_query(entities: Sequence[str], flt: dict, exclude_ids: Sequence[str],
         {"id": "asc"},
     ]
     buckets = {e: {"terms": {"entities": entity_spellings(e)}} for e in entities}
-    return {
-        "size": 0,
-        "query": query,
-        "aggs": {"per_entity": {"filters": {"filters": buckets}, "aggs": {"top": {"top_hits": {
-            "size": per_entity, "sort": sort, "_source": {"excludes": SOURCE_EXCLUDES}}}}}},
-    }
+    top: dict[str, Any] = {"size": per_entity, "sort": sort, "_source": {"excludes": SOURCE_EXCLUDES}}
+    if vector is not None:
+        top["script_fields"] = cosine_fields(vector)
+    return {"size": 0, "query": query, "aggs": {"per_entity": {"filters": {"filters": buckets}, "aggs": {"top": {"top_hits": top}}}}}
 
 
 def select_entity_hits(entities: Sequence[str], buckets: Mapping[str, Sequence[dict]], seen: set[str], limit: int) -> list[tuple[str, dict, str]]:
@@ -163,7 +175,7 @@ def select_entity_hits(entities: Sequence[str], buckets: Mapping[str, Sequence[d
                 return out
             if hit["_id"] not in taken:
                 taken.add(hit["_id"])
-                out.append((hit["_id"], hit["_source"], entity))
+                out.append((hit["_id"], source_with_cosine(hit), entity))
     return out
 
 
@@ -191,6 +203,7 @@ class ExpansionRequest:
     respect_tags: bool
     min_score: float
     text: str | None
+    vector: Sequence[float] | None = None
 
 
 class GraphExpander:
@@ -252,13 +265,13 @@ class GraphExpander:
         ids = list(dict.fromkeys(other for _, _, other, _ in order))[:MAX_TARGET_FETCH]
         if not ids:
             return {}
-        hits = self.memories.search(relation_targets_query(ids, flt, req.min_importance))["hits"]["hits"]
-        passed = {h["_id"]: h["_source"] for h in hits}
+        hits = self.memories.search(relation_targets_query(ids, flt, req.min_importance, req.vector))["hits"]["hits"]
+        passed = {h["_id"]: source_with_cosine(h) for h in hits}
         reached = select_relation_targets(order, set(passed), req.expansion_limit)
         return {mid: (reach, passed[mid]) for mid, reach in reached.items()}
 
     def _entity_hits(self, req: ExpansionRequest, entities: list[str], flt: dict, seen: set[str], budget: int) -> list[tuple[str, dict, str]]:
-        resp = self.memories.search(entity_query(entities, flt, sorted(seen), req.text, PER_ENTITY))
+        resp = self.memories.search(entity_query(entities, flt, sorted(seen), req.text, PER_ENTITY, req.vector))
         raw = resp.get("aggregations", {}).get("per_entity", {}).get("buckets", {})
         buckets = {e: raw.get(e, {}).get("top", {}).get("hits", {}).get("hits", []) for e in entities}
         return select_entity_hits(entities, buckets, seen, budget)

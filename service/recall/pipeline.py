@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 
 from scoring.context import ContextProfile, build_context_profile, matches_profile
 from scoring.floors import apply_score_filter, content_fingerprint, has_temporal_intent, recency_bias
@@ -27,7 +26,7 @@ from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.recall import queries as Q
 from service.recall import state
-from service.recall.expansion import ExpansionOutcome, ExpansionRequest, GraphExpander
+from service.recall.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander
 from service.recall.params import RecallParams
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
@@ -80,22 +79,17 @@ class Hit:
     cosine: float | None = None
     bm25: float | None = None
     arms: set[str] = field(default_factory=set)
-    vector: list[float] | None = None
 
     def absorb(self, hit: dict, arm: str) -> None:
         score = hit.get("_score")
-        if arm.endswith(":cos"):  # a cosine twin: same hits as its arm, scored (1 + cos) / 2
-            if score is not None:
-                self.cosine = 2.0 * float(score) - 1.0
-            return
         self.arms.add(arm)
+        cosine = hit.get("fields", {}).get("cosine")
+        if cosine:  # the arm's script field (queries.with_cosine)
+            self.cosine = float(cosine[0])
         if arm in ("vector", "fallback") and score is not None:
             self.cosine = 2.0 * float(score) - 1.0  # Lucene cosinesimil score is (1 + cos) / 2
         elif arm == "keyword" and score is not None:
             self.bm25 = float(score)
-        vector = hit["_source"].pop("embedding", None)
-        if vector is not None and self.vector is None:
-            self.vector = vector
 
     def match_type(self, default: str) -> str:
         for arm in ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback"):
@@ -204,17 +198,11 @@ class RecallService:
         req = ExpansionRequest(
             relations=p.expand_relations, entities=p.expand_entities, relation_limit=p.relation_limit,
             expansion_limit=p.expansion_limit, min_importance=p.expand_min_importance, min_strength=p.expand_min_strength,
-            respect_tags=p.expand_respect_tags, min_score=p.min_score, text=first.scoring.query or None,
+            respect_tags=p.expand_respect_tags, min_score=p.min_score, text=first.scoring.query or None, vector=first.vector,
         )
 
         def make_candidates(items, match_type: str) -> list[Candidate]:
-            found = []
-            for mid, source in items:
-                source = dict(source)
-                found.append(Hit(mid, source, vector=source.pop("embedding", None)))
-            if first.vector is not None:
-                fill_cosines(found, first.vector)
-            return [h.candidate(match_type) for h in found]
+            return [Hit(mid, dict(source), cosine=source.get(COSINE_KEY)).candidate(match_type) for mid, source in items]
 
         return self.expander.expand(req, seeds, sources, flt, first.scoring, make_candidates)
 
@@ -241,29 +229,22 @@ class RecallService:
 
         arms: list[tuple[str, dict]] = []
         k = self.fetch_k(limit, scoped)
-        with_vec = vector is not None
         if vector is not None:
             arms.append(("vector", Q.knn_arm(vector, k, flt)))
         if text:
-            keyword_body = Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt)
-            arms.append(("keyword", keyword_body))
-            if with_vec:
-                arms.append(("keyword:cos", Q.cosine_twin(keyword_body, vector)))
+            arms.append(("keyword", Q.with_cosine(Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt), vector)))
             if self.settings.recall_metadata_search_enabled:
-                metadata_body = Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt)
-                arms.append(("metadata", metadata_body))
-                if with_vec:
-                    arms.append(("metadata:cos", Q.cosine_twin(metadata_body, vector)))
+                arms.append(("metadata", Q.with_cosine(Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt), vector)))
         if vector is None and not text:
             arms.append(("trending", Q.trending_arm(max(limit, 1), flt, p.sort)))
         if p.priority_ids:
-            arms.append(("priority", Q.ids_arm(p.priority_ids, flt, with_embedding=with_vec)))
+            arms.append(("priority", Q.with_cosine(Q.ids_arm(p.priority_ids, flt), vector)))
         if profile is not None and profile.require_injection:
             anchor = Q.anchor_arm(
-                max(1, min(limit, 3)), flt, [hierarchy_key(t) for t in profile.context_tags], profile.context_types, with_embedding=with_vec
+                max(1, min(limit, 3)), flt, [hierarchy_key(t) for t in profile.context_tags], profile.context_types
             )
             if anchor:
-                arms.append(("anchor", anchor))
+                arms.append(("anchor", Q.with_cosine(anchor, vector)))
         if p.scope_fallback and scoped and vector is not None:
             unscoped = Q.filter_clauses(flt_spec, scoped=False)
             # Fills never include in-scope memories: they are in scope by definition.
@@ -290,13 +271,9 @@ class RecallService:
             for h in resp["hits"]["hits"]:
                 hit = hits.get(h["_id"])
                 if hit is None:
-                    if arm.endswith(":cos"):
-                        continue  # twins only add cosines to hits their arm returned
                     hit = hits[h["_id"]] = Hit(h["_id"], h["_source"])
                 hit.absorb(h, arm)
 
-        if vector is not None:
-            fill_cosines(hits.values(), vector)
         idf: dict[str, float] = {}
         if idf_needed:
             n = counts.get("count", 0)
@@ -476,19 +453,6 @@ def _call_now(fn: Callable[..., None], *args) -> None:
 def _matches(profile: ContextProfile | None, s: ScoredCandidate) -> bool:
     c = s.candidate
     return matches_profile(profile, memory_id=c.id, tags=c.tags, type=c.type)
-
-
-def fill_cosines(hits, query_vector: Sequence[float]) -> None:
-    """Cosine for hits the kNN arm did not score, from the vectors their arms returned."""
-    todo = [h for h in hits if h.cosine is None and h.vector is not None]
-    if not todo:
-        return
-    q = np.asarray(query_vector, dtype=np.float32)
-    m = np.asarray([h.vector for h in todo], dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
-    sims = (m @ q) / np.where(norms == 0, 1.0, norms)
-    for h, sim in zip(todo, sims.tolist()):
-        h.cosine = float(sim)
 
 
 def merge_outcomes(outcomes: Sequence[QueryOutcome]) -> tuple[list[ScoredCandidate], int, dict[str, list[str]]]:

@@ -12,6 +12,8 @@ from datetime import datetime
 from service.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
+# k-NN's painless extension; the result is the plain cosine in [-1, 1].
+COSINE_SCRIPT = "cosineSimilarity(params.query_value, doc['embedding'])"
 
 
 @dataclass(frozen=True)
@@ -79,47 +81,31 @@ def bm25_query(query: str) -> dict:
     }
 
 
-def _source(with_embedding: bool) -> dict:
-    # Small arms (priority ids, anchors) carry their vectors so every candidate gets its cosine.
-    excludes = [f for f in SOURCE_EXCLUDES if not (with_embedding and f == "embedding")]
-    return {"excludes": excludes}
+SOURCE = {"excludes": SOURCE_EXCLUDES}
 
 
 def knn_arm(vector: Sequence[float], k: int, flt: dict) -> dict:
     """Filtered kNN (Lucene HNSW); the hit score is (1 + cos) / 2."""
-    return {"size": k, "_source": _source(False), "query": {"knn": {"embedding": {"vector": list(vector), "k": k, "filter": flt}}}}
+    return {"size": k, "_source": SOURCE, "query": {"knn": {"embedding": {"vector": list(vector), "k": k, "filter": flt}}}}
 
 
 def keyword_arm(query: str, size: int, flt: dict) -> dict:
     """BM25 over content and tags; the hit score is the BM25 score."""
-    return {"size": size, "_source": _source(False), "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
+    return {"size": size, "_source": SOURCE, "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
 
 
-def cosine_twin(arm: dict, vector: Sequence[float]) -> dict:
-    """The same search, rescored so each hit's score is its cosine as (1 + cos) / 2.
+def with_cosine(arm: dict, vector: Sequence[float] | None) -> dict:
+    """The arm, with each hit's cosine to the query vector returned as the script field `cosine`.
 
-    OpenSearch cannot return per-clause scores inside an _msearch, so an arm that ranks by BM25
-    gets a twin: identical query and size (hence the same hits), whose top window is rescored by
-    the k-NN scoring script with the original score weighted 0. No vectors travel back.
+    An arm that ranks by BM25 keeps its score and still gets every hit's exact cosine from k-NN's
+    painless `cosineSimilarity` over the stored vector, in the same request: no second search and
+    no vectors in the response.
     """
-    rescore = {
-        "window_size": arm["size"],
-        "query": {
-            "rescore_query": {
-                "script_score": {
-                    "query": {"match_all": {}},
-                    "script": {
-                        "source": "knn_score",
-                        "lang": "knn",
-                        "params": {"field": "embedding", "query_value": list(vector), "space_type": "cosinesimil"},
-                    },
-                }
-            },
-            "query_weight": 0.0,
-            "rescore_query_weight": 1.0,
-        },
-    }
-    return {"size": arm["size"], "_source": False, "query": arm["query"], "rescore": rescore}
+    return arm if vector is None else {**arm, "script_fields": cosine_fields(vector)}
+
+
+def cosine_fields(vector: Sequence[float]) -> dict:
+    return {"cosine": {"script": {"source": COSINE_SCRIPT, "params": {"query_value": list(vector)}}}}
 
 
 def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict) -> dict:
@@ -131,7 +117,7 @@ def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict) -> d
     ]
     return {
         "size": size,
-        "_source": _source(False),
+        "_source": SOURCE,
         "query": {"bool": {"must": [{"bool": {"should": should, "minimum_should_match": 1}}], "filter": [flt]}},
     }
 
@@ -155,15 +141,15 @@ SORTS = {
 
 def trending_arm(size: int, flt: dict, sort: str) -> dict:
     """No query (or `*`): high-importance memories, ordered per `sort` (importance first for `score`)."""
-    return {"size": size, "_source": _source(False), "query": flt, "sort": SORTS.get(sort, SORTS["score"]) + [{"id": "asc"}]}
+    return {"size": size, "_source": SOURCE, "query": flt, "sort": SORTS.get(sort, SORTS["score"]) + [{"id": "asc"}]}
 
 
-def ids_arm(ids: Sequence[str], flt: dict, *, with_embedding: bool) -> dict:
+def ids_arm(ids: Sequence[str], flt: dict) -> dict:
     """Fetch given ids under every filter (priority_ids)."""
-    return {"size": len(ids), "_source": _source(with_embedding), "query": {"bool": {"filter": [flt, {"ids": {"values": list(ids)}}]}}}
+    return {"size": len(ids), "_source": SOURCE, "query": {"bool": {"filter": [flt, {"ids": {"values": list(ids)}}]}}}
 
 
-def anchor_arm(size: int, flt: dict, tag_keys: Sequence[str], types: Sequence[str], *, with_embedding: bool) -> dict | None:
+def anchor_arm(size: int, flt: dict, tag_keys: Sequence[str], types: Sequence[str]) -> dict | None:
     """Memories matching the context profile (tags, types), to inject as anchors when none ranked."""
     should: list[dict] = []
     if tag_keys:
@@ -173,4 +159,4 @@ def anchor_arm(size: int, flt: dict, tag_keys: Sequence[str], types: Sequence[st
     if not should:
         return None
     query = {"bool": {"filter": [flt, {"bool": {"should": should, "minimum_should_match": 1}}]}}
-    return {"size": size, "_source": _source(with_embedding), "query": query, "sort": SORTS["score"] + [{"id": "asc"}]}
+    return {"size": size, "_source": SOURCE, "query": query, "sort": SORTS["score"] + [{"id": "asc"}]}

@@ -227,3 +227,22 @@ def test_expansion_makes_a_fixed_number_of_engine_requests_whatever_the_number_o
         f"POST /{edges}/_search",           # the relations of every returned memory
         "POST /_bulk",                      # last_accessed of the seeds
     ]
+
+
+def test_expanded_memories_get_their_exact_cosine_to_the_query(api):
+    # Explicit 384-d embeddings: the vector component of an expanded memory is its cosine to the query
+    # vector, computed in the engine (a script field), exactly as for seeds.
+    def unit(*xs):
+        return list(xs) + [0.0] * (384 - len(xs))
+
+    ada = {"entities": {"people": ["Ada"]}}
+    seed = m(api, "seed", 0.9, ["seed"], embedding=unit(1.0), metadata=ada)
+    target = m(api, "target", 0.5, embedding=unit(0.6, 0.8))  # cosine 0.6 to the query below
+    entity_mate = m(api, "entity mate", 0.5, embedding=unit(0.8, 0.6), metadata=ada)  # cosine 0.8
+    link(api, seed, target, "LEADS_TO", 0.9)
+    body = recall(api, tags="seed", embedding=",".join(map(str, unit(1.0))), expand_relations="true", expand_entities="true")
+    got = by_id(body)
+    assert got[seed]["score_components"]["vector"] == pytest.approx(1.0, abs=1e-4)
+    assert got[target]["score_components"]["vector"] == pytest.approx(0.6, abs=1e-4)
+    assert got[entity_mate]["match_type"] == "entity_expansion"
+    assert got[entity_mate]["score_components"]["vector"] == pytest.approx(0.8, abs=1e-4)

@@ -56,17 +56,13 @@ def test_knn_arm_filters_inside_the_knn_query():
     assert "embedding" in body["_source"]["excludes"]
 
 
-def test_cosine_twin_rescoring_the_same_hits():
-    flt = {"match_all": {}}
-    arm = Q.keyword_arm("red car", 50, flt)
-    twin = Q.cosine_twin(arm, [1.0, 0.0])
-    assert twin["query"] == arm["query"] and twin["size"] == arm["size"] == 50
-    assert twin["_source"] is False
-    rescore = twin["rescore"]
-    assert rescore["window_size"] == 50
-    assert rescore["query"]["query_weight"] == 0.0 and rescore["query"]["rescore_query_weight"] == 1.0
-    script = rescore["query"]["rescore_query"]["script_score"]["script"]
-    assert script["lang"] == "knn" and script["params"]["query_value"] == [1.0, 0.0]
+def test_with_cosine_adds_the_cosine_script_field_and_keeps_the_arm():
+    arm = Q.keyword_arm("red car", 50, {"match_all": {}})
+    with_cos = Q.with_cosine(arm, [1.0, 0.0])
+    assert {k: v for k, v in with_cos.items() if k != "script_fields"} == arm
+    script = with_cos["script_fields"]["cosine"]["script"]
+    assert "cosineSimilarity" in script["source"] and script["params"]["query_value"] == [1.0, 0.0]
+    assert Q.with_cosine(arm, None) is arm  # no query vector: nothing to add
 
 
 def test_keyword_arm_has_phrase_boost_over_content_and_tags():

@@ -6,12 +6,15 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
+import java.util.ServiceLoader;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.opensearch.common.settings.Settings;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
+import org.opensearch.painless.PainlessPlugin;
+import org.opensearch.plugins.ExtensiblePlugin;
 import org.opensearch.plugins.Plugin;
 
 /**
@@ -49,6 +52,23 @@ public final class EngineNode extends Node {
         return classes;
     }
 
+    /**
+     * Plugin extensions (SPI) are only wired for plugin bundles, never for classpath plugins, so
+     * painless would miss k-NN's allowlist ({@code cosineSimilarity} and friends). Painless keeps its
+     * allowlists in a static map: feeding it every {@code PainlessExtension} on the classpath before
+     * the node builds its script engine gives painless what a packaged distribution gives it.
+     */
+    static void loadPainlessExtensions() {
+        new PainlessPlugin().loadExtensions(new ExtensiblePlugin.ExtensionLoader() {
+            @Override
+            public <T> List<T> loadExtensions(Class<T> extensionPointType) {
+                List<T> found = new ArrayList<>();
+                ServiceLoader.load(extensionPointType, EngineNode.class.getClassLoader()).forEach(found::add);
+                return found;
+            }
+        });
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
             System.err.println("usage: EngineNode <opensearch.yml>");
@@ -64,6 +84,7 @@ public final class EngineNode extends Node {
         Files.createDirectories(Path.of(settings.get("path.home"), "modules"));
 
         long started = System.nanoTime();
+        loadPainlessExtensions();
         EngineNode node = new EngineNode(settings, pluginClasses());
         CountDownLatch stopped = new CountDownLatch(1);
         // SIGTERM / SIGINT: close the node so the data folder lock and translog are released cleanly.
