@@ -170,7 +170,10 @@ def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str,
         def embed_query(self, text):
             raise AssertionError("capture queries carry their embedding")
 
-    memories = MemoryStore(client, settings.memories_alias, refresh=settings.write_refresh, bank=settings.default_bank)
+    memories = MemoryStore(
+        client, settings.memories_alias, refresh=settings.write_refresh, bank=settings.default_bank,
+        access_resolution_s=settings.recall_access_resolution_seconds,
+    )
     edges = EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh, bank=settings.default_bank)
     service = RecallService(settings, memories, NoEmbedder(), edges)  # type: ignore[arg-type]
     out = []

@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     recall_adaptive_floor: bool = True
     recall_recency_bias: Literal["off", "on", "auto"] = "off"
     recall_relevance_gate: float = 0.0
+    # Access tracking: last_accessed is rewritten only when older than this (relatime), since an
+    # update rewrites the memory's vector too. 0 rewrites on every recall.
+    recall_access_resolution_seconds: float = Field(default=3600.0, ge=0)
 
     @field_validator("opensearch_url", "automem_api_token", "admin_api_token", mode="before")
     @classmethod

@@ -53,7 +53,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
         state = app.state
         state.settings, state.client, state.embedder, state.opensearch_url = cfg, client, model, url
-        state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, bank=cfg.default_bank)
+        state.memories = MemoryStore(
+            client, cfg.memories_alias, refresh=cfg.write_refresh, bank=cfg.default_bank,
+            access_resolution_s=cfg.recall_access_resolution_seconds,
+        )
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh, bank=cfg.default_bank)
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)

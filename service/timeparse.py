@@ -32,6 +32,7 @@ __all__ = [
     "parse_time_expression",
     "resolve_time_window",
     "stored_datetime",
+    "iso",
 ]
 
 UTC = timezone.utc
@@ -109,6 +110,11 @@ def parse_iso_datetime(value: str) -> datetime:
 # --------------------------------------------------------------------------------------------
 # The window
 # --------------------------------------------------------------------------------------------
+
+
+def iso(dt: datetime) -> str:
+    """How every timestamp is stored: ISO 8601 in UTC."""
+    return dt.astimezone(UTC).isoformat()
 
 
 def stored_datetime(value: object) -> datetime | None:

@@ -22,7 +22,7 @@ from service.schemas.memory import ID_PATTERN, MemoryCreate, MemoryUpdate
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore, by_tags_query
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
-from service.timeparse import parse_iso_datetime
+from service.timeparse import iso, parse_iso_datetime
 
 _ID_RE = re.compile(ID_PATTERN)
 # POST /memory `supersedes` (issue 4): EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
@@ -33,10 +33,6 @@ SUPERSEDE_STRENGTH = 1.0
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).isoformat()
 
 
 def valid_id(memory_id: str) -> bool:

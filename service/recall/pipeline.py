@@ -391,8 +391,9 @@ class RecallService:
             hits.update(o.hits)
         shaped = [shape_result(s, fallback_ids, deduped_from.get(s.candidate.id), hits, self.weights.temporal, graph_extras) for s in returned]
         # Access tracking for the seeds, in one bulk request; `defer` runs it after the response is sent.
-        touched = [s.candidate.id for s in results if s.candidate.id not in fallback_ids]
-        (defer or _call_now)(self.store.touch, touched, iso(now))
+        seen = {s.candidate.id: hits[s.candidate.id].source.get("last_accessed") if s.candidate.id in hits else None
+                for s in results if s.candidate.id not in fallback_ids}
+        (defer or _call_now)(self.store.touch, seen, now)
         timings.lap("hydrate")
 
         first = outcomes[0]

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from opensearchpy import OpenSearch, helpers
 
 from service.errors import EngineUnavailable
 from service.storage.client import engine_errors
+from service.timeparse import iso, stored_datetime
 
 log = logging.getLogger("engram.memories")
+
+def access_is_stale(stored: str | None, now: datetime, resolution_s: float) -> bool:
+    """Whether a stored last_accessed is old enough (or missing / unreadable) to be rewritten."""
+    at = stored_datetime(stored) if resolution_s > 0 else None
+    return at is None or (now - at).total_seconds() >= resolution_s
+
 
 # Fields never sent back to clients unless asked for: vectors are large and AutoMem hides them.
 HIDDEN_FIELDS = ("embedding",)
 
 
 class MemoryStore:
-    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for", bank: str = "default"):
+    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for", bank: str = "default", access_resolution_s: float = 0.0):
         self.client = client
         self.alias = alias
         self.refresh = refresh
         self.bank = bank
+        self.access_resolution_s = access_resolution_s
 
     # --- single documents -------------------------------------------------------------------
     def get(self, memory_id: str, *, with_embedding: bool = False) -> dict | None:
@@ -71,9 +80,19 @@ class MemoryStore:
                     errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
         return errors
 
-    def touch(self, ids: Iterable[str], when: str) -> None:
-        """Set last_accessed on many memories in one bulk request, without waiting for a refresh."""
-        actions = [{"_op_type": "update", "_index": self.alias, "_id": mid, "doc": {"last_accessed": when}} for mid in ids]
+    def touch(self, seen: Mapping[str, str | None], now: datetime) -> None:
+        """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
+        without waiting for a refresh.
+
+        Like a file system's relatime, a memory whose stored last_accessed is younger than
+        RECALL_ACCESS_RESOLUTION_SECONDS is left alone: an update rewrites the whole document, vector included (an
+        HNSW insertion now and a merge later), so hot memories are rewritten at most once per period.
+        """
+        when = iso(now)
+        actions = [
+            {"_op_type": "update", "_index": self.alias, "_id": mid, "doc": {"last_accessed": when}}
+            for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)
+        ]
         if not actions:
             return
         try:

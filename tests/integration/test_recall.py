@@ -288,6 +288,18 @@ def test_one_msearch_and_last_accessed_written(api, os_client):
     assert calls == ["POST /_msearch", "POST /_bulk"]  # candidates in one round trip, then access tracking
     os_client.indices.refresh(index=api.app.state.settings.memories_alias)
     assert api.get(f"/memory/{memory_id}").json()["memory"]["last_accessed"] is not None
+    # Within RECALL_ACCESS_RESOLUTION_SECONDS (an hour) the memory is not rewritten again.
+    _, again = count_requests(api, query="wifi password", tags="", limit=3)
+    assert again == ["POST /_msearch"]
+
+
+def test_access_resolution_zero_rewrites_on_every_recall(make_client, os_client):
+    api = make_client(recall_access_resolution_seconds=0)
+    put(api, "the wifi password is on the fridge")
+    for _ in range(2):
+        _, calls = count_requests(api, query="wifi password", tags="", limit=3)
+        assert calls == ["POST /_msearch", "POST /_bulk"]
+        os_client.indices.refresh(index=api.app.state.settings.memories_alias)
 
 
 def test_context_anchor_injected_when_nothing_matches(api):

@@ -11,7 +11,7 @@ from service.errors import BadRequest
 from service.schemas.graph import ByTagResponse, DeleteByTagResponse
 from service.storage.memories import BY_TAG_SORT, by_tags_query
 from service.tags import split_list_param
-from service.writes import iso, utcnow
+from service.writes import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
@@ -52,7 +52,7 @@ def memories_by_tag(request: Request, store: StoreDep) -> dict:
         raise BadRequest(f"offset + limit must be <= {MAX_WINDOW}; narrow the tags instead")
     page, total = store.page(by_tags_query(store.bank, tags), BY_TAG_SORT, size=limit, offset=offset)
     # AutoMem records the access of enumerated memories too (memories_by_tag on_access).
-    store.touch([mid for mid, _ in page], iso(utcnow()))
+    store.touch({mid: source.get("last_accessed") for mid, source in page}, utcnow())
     return {
         "status": "success", "tags": tags, "count": len(page), "limit": limit, "offset": offset,
         "has_more": offset + len(page) < total, "memories": [public_memory(mid, source) for mid, source in page],
