@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -274,17 +275,28 @@ def exact_score(query: str | None, metadata: Mapping[str, Any] | None) -> float:
 
 
 def _ascii_search_text(value: Any) -> str:
-    text = unicodedata.normalize("NFKD", str(value)).encode("ascii", "ignore").decode("ascii")
+    return _ascii_text(str(value))
+
+
+# Cached: the query and the same metadata values recur for every candidate of a recall.
+@lru_cache(maxsize=8192)
+def _ascii_text(value: str) -> str:
+    text = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
     text = re.sub(r"[^A-Za-z0-9]+", " ", text)
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def _search_tokens(value: Any) -> set[str]:
-    return {
+def _search_tokens(value: Any) -> frozenset[str]:
+    return _tokens_of(str(value))
+
+
+@lru_cache(maxsize=8192)
+def _tokens_of(value: str) -> frozenset[str]:
+    return frozenset(
         token
-        for token in re.findall(r"[a-z0-9]+", _ascii_search_text(value))
+        for token in re.findall(r"[a-z0-9]+", _ascii_text(value))
         if len(token) >= MIN_SEARCH_TOKEN_LENGTH
-    }
+    )
 
 
 def _scalar_values(value: Any) -> Iterator[str]:
@@ -325,11 +337,12 @@ def _sidecar_values(metadata: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             yield name, item
 
 
-def requested_metadata_fields(query: str | None) -> set[str]:
+@lru_cache(maxsize=1024)
+def requested_metadata_fields(query: str | None) -> frozenset[str]:
     """Whitelisted fields the query names ("source agent", "repo", "entities", ...)."""
     normalized = _ascii_search_text(query or "")
     if not normalized:
-        return set()
+        return frozenset()
     padded = f" {normalized} "
     requested: set[str] = set()
     by_phrase: set[str] = set()
@@ -350,7 +363,7 @@ def requested_metadata_fields(query: str | None) -> set[str]:
             if alias_text == "source" and requested & {"source_agent", "source_agents"}:
                 continue
             requested.add(name)
-    return requested
+    return frozenset(requested)
 
 
 def _field_requested(field_name: str, requested: set[str]) -> bool:

@@ -148,15 +148,12 @@ def analyzer_tokens(text: str | None) -> list[str]:
     return _ANALYZER_TOKEN.findall(_POSSESSIVE.sub("", text.lower()))
 
 
-# Cached: the same memories come back query after query (4096 contents ≈ a few MB).
-@lru_cache(maxsize=4096)
+# Cached: the same memories come back query after query (8192 contents ≈ 20 MB).
+@lru_cache(maxsize=8192)
 def stemmed_words(text: str | None) -> frozenset[str]:
     """Stems of the words of `text`, as OpenSearch's `english` analyzer would index them."""
-    return frozenset(
-        stem(token)
-        for token in analyzer_tokens(text)
-        if token not in ENGLISH_ANALYZER_STOPWORDS
-    )
+    # Each distinct word once: contents repeat words, and this runs for every candidate.
+    return frozenset(map(stem, set(analyzer_tokens(text)) - ENGLISH_ANALYZER_STOPWORDS))
 
 
 @lru_cache(maxsize=4096)

@@ -136,11 +136,15 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _terms(c: Candidate, *, include_entities: bool) -> tuple[str, ...]:
-    """Metadata terms from the metadata itself when present, else the stored terms."""
-    if c.metadata:
-        return tuple(metadata_terms(c.metadata, include_entities=include_entities))
-    return tuple(c.metadata_terms)
+def _terms(c: Candidate) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Metadata terms (all, and without the generated entities) from the metadata itself when
+    present, else the stored terms."""
+    if not c.metadata:
+        return tuple(c.metadata_terms), tuple(c.metadata_terms)
+    every = tuple(metadata_terms(c.metadata, include_entities=True))
+    if "entities" not in c.metadata:
+        return every, every
+    return every, tuple(metadata_terms(c.metadata, include_entities=False))
 
 
 def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, float]:
@@ -170,7 +174,7 @@ def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
     """Score one candidate; nothing is rounded."""
     w = req.weights
     vector, keyword, metadata = _query_dependent(c, req)
-    all_terms = _terms(c, include_entities=True)
+    all_terms, non_entity_terms = _terms(c)
     components: dict[str, float | bool] = {
         "vector": vector,
         "keyword": keyword,
@@ -181,7 +185,7 @@ def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
         "tag": tag_score(
             req.keywords,
             c.tags,
-            _terms(c, include_entities=False),
+            non_entity_terms,
             token_cap=req.tag_token_cap,
         ),
         "importance": _number(c.importance),
