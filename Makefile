@@ -10,10 +10,13 @@ TOKEN_FILE ?= $(HOME)/.config/engram/token
 # so one environment can serve several checkouts.
 DEPS = $(shell $(PYTHON) -c "import tomllib;p=tomllib.load(open('pyproject.toml','rb'))['project'];print(' '.join(repr(d) for d in p['dependencies']+p['optional-dependencies']['dev']))")
 
-.PHONY: help install run test test-unit engine-start engine-stop bench-locomo clean
+BENCH_STAMP := $(VENV)/.engram-bench-installed
+BENCH_DEPS = $(shell $(PYTHON) -c "import tomllib;p=tomllib.load(open('pyproject.toml','rb'))['project'];print(' '.join(repr(d) for d in p['optional-dependencies']['bench']))")
+
+.PHONY: help install run test test-unit engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,8 +47,24 @@ engine-start: $(STAMP) ## start (or reuse) the local OpenSearch node and print i
 engine-stop: $(STAMP) ## stop the local OpenSearch node
 	$(PY) -m service.localnode stop
 
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet $(BENCH_DEPS)
+	@touch $(BENCH_STAMP)
+
 bench-locomo: $(STAMP) ## recall quality and latency on ../shared/data/locomo-dev.json
 	$(PY) -m bench.locomo
+
+bench-latency: $(BENCH_STAMP) ## recall vs the bare engine at 10k and 100k memories (bench/out/latency.*)
+	$(PY) -m bench.latency
+
+bench-latency-1m: $(BENCH_STAMP) ## the same at 1M memories (about 30 min, most of it loading)
+	$(PY) -m bench.latency --sizes 1000000 --queries 115
+
+bench-ingest: $(BENCH_STAMP) ## memories/s through POST /memory/batch and the bulk importer
+	$(PY) -m bench.ingest
+
+bench-embedder: $(BENCH_STAMP) ## embedding backends: memories/s, query latency, memory, agreement
+	$(PY) -m bench.embedder
 
 clean: ## remove the virtual environment and caches (not the engine's data)
 	rm -rf $(VENV) .pytest_cache

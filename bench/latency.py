@@ -283,6 +283,9 @@ def ensure_corpus(url: str, prefix: str, size: int, vectors: str, embedder, *, f
     with httpx.Client(base_url=url, timeout=60) as h:
         r = h.get(f"/{prefix}-memories/_count")
         if not fresh and r.status_code == 200 and r.json()["count"] == size:
+            # A reused corpus carries the deleted documents of earlier runs' access tracking: reclaim
+            # them first, so every run measures the same index (the merge blocks until done).
+            h.post(f"/{prefix}-memories/_forcemerge", params={"only_expunge_deletes": "true"}, timeout=3600)
             return None
     return C.load(size, prefix=prefix, url=url, vectors=vectors, embedder=embedder)
 
@@ -392,8 +395,12 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def chart(results: dict, path: Path) -> None:
-    import matplotlib
+def chart(results: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+    except ImportError:
+        print("no chart: matplotlib is missing (make bench-latency installs the bench extra)", file=sys.stderr)
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -430,6 +437,7 @@ def chart(results: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,9 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(results, indent=2))
     table = markdown(results)
     (args.out.with_suffix(".md")).write_text(table + "\n")
-    chart(results, args.out.with_suffix(".png"))
+    charted = chart(results, args.out.with_suffix(".png"))
     print(table)
-    print(f"\nwritten: {args.out}, {args.out.with_suffix('.md')}, {args.out.with_suffix('.png')}")
+    print(f"\nwritten: {args.out}, {args.out.with_suffix('.md')}" + (f", {args.out.with_suffix('.png')}" if charted else ""))
     return 0
 
 
