@@ -217,9 +217,13 @@ def run_load(fn: Callable[[Any], Any], items: list, concurrency: int) -> tuple[l
     return lat, server, time.perf_counter() - started
 
 
-def recall_fn(http: httpx.Client, *, with_embedding: bool) -> Callable[[Query], dict]:
+def recall_fn(http: httpx.Client, queries: list[Query], *, with_embedding: bool) -> Callable[[Query], dict]:
+    # Like the bare side's pre-encoded bodies, each query string (384 floats when the embedding is
+    # given) is encoded before the timed calls.
+    urls = {id(q): "/recall?" + urlencode(q.recall_params(with_embedding=with_embedding)) for q in queries}
+
     def call(q: Query) -> dict:
-        r = http.get("/recall", params=q.recall_params(with_embedding=with_embedding))
+        r = http.get(urls[id(q)])
         if r.status_code != 200:
             raise RuntimeError(f"recall failed: {r.status_code} {r.text[:300]}")
         body = orjson.loads(r.content)
@@ -326,10 +330,10 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
                     rest, rest_reqs = rest[i * half : (i + 1) * half], rest_reqs[i * half : (i + 1) * half]
                 with_emb = kind != "embed"
                 desc = f"{size:,} {kind} c={conc}"
-                run_load(recall_fn(http, with_embedding=True), warm, 1)  # warm-up (embedding given: caches stay cold for embed)
+                run_load(recall_fn(http, warm, with_embedding=True), warm, 1)  # warm-up (embedding given: caches stay cold for embed)
                 run_load(bare_fn(engine, msearch_only=True), warm_reqs, 1)
                 bar = tqdm(total=3, desc=desc, file=sys.stderr, leave=False)
-                lat, srv, wall = run_load(recall_fn(http, with_embedding=with_emb), rest, conc)
+                lat, srv, wall = run_load(recall_fn(http, rest, with_embedding=with_emb), rest, conc)
                 bar.update()
                 blat, _, bwall = run_load(bare_fn(engine, msearch_only=True), rest_reqs, conc)
                 bar.update()

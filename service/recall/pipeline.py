@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-
 from scoring.context import ContextProfile, build_context_profile, matches_profile
 from scoring.floors import apply_score_filter, content_fingerprint, has_temporal_intent, recency_bias
 from scoring.keywords import extract_keywords, topic_keywords
@@ -391,8 +390,8 @@ class RecallService:
             hits.update(o.hits)
         shaped = [shape_result(s, fallback_ids, deduped_from.get(s.candidate.id), hits, self.weights.temporal, graph_extras) for s in returned]
         # Access tracking for the seeds, in one bulk request; `defer` runs it after the response is sent.
-        seen = {s.candidate.id: hits[s.candidate.id].source.get("last_accessed") if s.candidate.id in hits else None
-                for s in results if s.candidate.id not in fallback_ids}
+        seeds = [s.candidate.id for s in results if s.candidate.id not in fallback_ids]
+        seen = {mid: hits[mid].source.get("last_accessed") if mid in hits else None for mid in seeds}
         (defer or _call_now)(self.store.touch, seen, now)
         timings.lap("hydrate")
 
