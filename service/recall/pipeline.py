@@ -170,7 +170,9 @@ class RecallService:
         return k
 
     # --- graph and lifecycle (issue 4; service/recall/state.py, expansion.py) -------------------
-    def current_state(self, p: RecallParams, ranked: list[ScoredCandidate], sources: dict[str, dict], now: datetime) -> state.StateOutcome:
+    def current_state(
+        self, p: RecallParams, ranked: list[ScoredCandidate], sources: dict[str, dict], now: datetime, page: int | None = None
+    ) -> state.StateOutcome:
         """Suppress what is not current; supersession chains resolve to their head, one lookup per hop."""
         at = p.as_of or now
         # A head must pass everything a seed passes, and be strictly current.
@@ -184,7 +186,7 @@ class RecallService:
             hits = self.store.search({"size": len(ids), "_source": {"excludes": Q.SOURCE_EXCLUDES}, "query": query})["hits"]["hits"]
             return {h["_id"]: (h["_source"], "head" in h.get("matched_queries", ())) for h in hits}
 
-        return state.apply_current_state(ranked, sources, at, lookup, lambda mid, source, match: Hit(mid, source).candidate(match))
+        return state.apply_current_state(ranked, sources, at, lookup, lambda mid, source, match: Hit(mid, source).candidate(match), page=page)
 
     def expand(self, p: RecallParams, seeds: list[ScoredCandidate], sources: dict[str, dict], first: QueryOutcome, now: datetime) -> ExpansionOutcome:
         if self.expander is None or not (p.expand_relations or p.expand_entities) or first.scoring is None:
@@ -351,7 +353,11 @@ class RecallService:
         # so a superseded memory's head takes its place and suppressions never shorten the page.
         sources = {mid: h.source for o in outcomes for mid, h in o.hits.items()}
         graph_extras: dict[str, dict] = {}
-        state_outcome = self.current_state(p, merged, sources, now) if p.state_mode == "current" else None
+        recency = p.sort == "score" and (p.recency_bias == "on" or (p.recency_bias == "auto" and any(has_temporal_intent(q) for q in query_list)))
+        # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
+        # state_debug resolves every chain so it can report each one.
+        page = p.limit if p.sort == "score" and not recency and not p.state_debug else None
+        state_outcome = self.current_state(p, merged, sources, now, page) if p.state_mode == "current" else None
         if state_outcome is not None:
             merged = state_outcome.ranked
             graph_extras.update(state_outcome.extras)
@@ -359,7 +365,7 @@ class RecallService:
 
         recency_applied = False
         text_query = p.query or (query_list[0] if query_list else None)
-        if p.sort == "score" and merged and (p.recency_bias == "on" or (p.recency_bias == "auto" and any(has_temporal_intent(q) for q in query_list))):
+        if recency and merged:
             recency_applied = True
             fallback = set().union(*(o.fallback_ids for o in outcomes))
             scoped = recency_bias([s for s in merged if s.candidate.id not in fallback], self.weights.temporal)

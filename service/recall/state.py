@@ -178,8 +178,14 @@ def apply_current_state(
     lookup: Lookup,
     make_candidate: MakeCandidate,
     max_hops: int = MAX_HOPS,
+    page: int | None = None,
 ) -> StateOutcome:
     """Suppress what is not current at `at`; put the head of a superseded memory's chain in its place.
+
+    With `page` (the caller keeps only the first `page` results, in this order), chains are resolved
+    only for superseded memories that can still reach the page — those with fewer than `page` current
+    memories above them — so the usual recall makes no lookup at all. Those further down are
+    suppressed without a replacement (and without a request).
 
     The head carries the suppressed memory's score and components (AutoMem recall.py
     `_apply_current_state_filter`), `match_type: "state_replacement"`, `state_replaces` and a relation
@@ -198,6 +204,8 @@ def apply_current_state(
             reason = validity_reason(source, at)
             if reason:
                 reasons[s.candidate.id] = reason
+    if page is not None and starts:
+        starts = _reaching(ranked, reasons, starts, page)
     resolution = resolve_chains(starts, lookup, at, max_hops) if starts else Resolution({}, {})
     position = {s.candidate.id: i for i, s in enumerate(ranked)}
     placed: set[str] = set()  # ids already in the output
@@ -229,6 +237,21 @@ def apply_current_state(
                     out.ranked.append(_replacement(s, chain, resolution.sources[chain.head], make_candidate, out))
         out.suppressed.append(item)
     return out
+
+
+def _reaching(ranked: Sequence[ScoredCandidate], reasons: Mapping[str, str], starts: dict[str, dict], page: int) -> dict[str, dict]:
+    """The chain starts ranked above the `page`-th current memory: only their heads can land on the page."""
+    reaching: dict[str, dict] = {}
+    current = 0
+    for s in ranked:
+        if current >= page:
+            break
+        mid = s.candidate.id
+        if mid in starts:
+            reaching[mid] = starts[mid]
+        elif mid not in reasons:
+            current += 1
+    return reaching
 
 
 def _replacement(s: ScoredCandidate, chain: Chain, source: dict, make_candidate: MakeCandidate, out: StateOutcome) -> ScoredCandidate:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.integration.support import assert_error, by_id, fast_api, ids, link, mem, recall
+from tests.integration.support import assert_error, by_id, count_requests, fast_api, ids, link, mem, recall
 
 
 @pytest.fixture
@@ -222,3 +222,19 @@ def test_patch_is_honoured_by_recall_at_once(api, patch, undo):
         assert ids(recall(api, tags="patch", state_mode="history")) == [target, other]
     assert api.patch(f"/memory/{target}", json=undo).status_code == 200
     assert ids(recall(api, tags="patch")) == [target, other]
+
+
+def test_chains_below_the_page_cost_no_lookup(api):
+    tag = ["pg"]
+    top = [m(api, f"current fact {i}", 0.9 - i / 100, tag) for i in range(2)]
+    old = m(api, "old version", 0.5, tag)
+    new = m(api, "new version", 0.1, tag)
+    link(api, old, new, "EVOLVED_INTO", 0.9)
+    # limit 2: two current memories rank above the superseded one, so its chain cannot reach the page.
+    body, calls = count_requests(api, query="current fact", tags="pg", limit=2)
+    assert sorted(ids(body)) == sorted(top) and not any(c.endswith("/_search") for c in calls), calls
+    assert body["state_filter"] == {"current_only": True, "suppressed_count": 1, "replacement_count": 0}
+    # limit 3: it can, and its head takes its place (one lookup).
+    body, calls = count_requests(api, query="current fact", tags="pg", limit=3)
+    assert sorted(ids(body)[:2]) == sorted(top) and ids(body)[2] == new, ids(body)
+    assert sum(c.endswith("/_search") for c in calls) == 1, calls

@@ -166,3 +166,22 @@ def test_cycle_suppresses_without_replacement():
     sources = {"a": {"supersessions": [sup("b")]}}
     out = state.apply_current_state([scored("a", 0.9)], sources, AT, Store({"b": {"supersessions": [sup("a")]}}), make)
     assert out.ranked == [] and out.suppressed == [{"id": "a", "reason": "superseded", "relation_type": "EVOLVED_INTO", "chain": "cycle"}]
+
+
+def test_page_resolves_only_chains_that_can_reach_it():
+    sources = {"a": {"supersessions": [sup("b")]}, "d": {"supersessions": [sup("e")]}, "x": {"archived": True}}
+    ranked = [scored("c1", 0.9), scored("x", 0.85), scored("a", 0.8), scored("c2", 0.7), scored("d", 0.6), scored("c3", 0.5)]
+    heads = {"b": {"content": "b"}, "e": {"content": "e"}}
+    # page 2: one current memory (c1) above a -> a's chain may reach the page; d has two above it.
+    store = Store(heads)
+    out = state.apply_current_state(ranked, sources, AT, store, make, page=2)
+    assert store.calls == [["b"]]
+    assert [s.candidate.id for s in out.ranked][:2] == ["c1", "b"]
+    assert {i["id"] for i in out.suppressed} == {"x", "a", "d"} and len(out.replacements) == 1
+    # page 1: c1 alone fills it, no lookup at all; without a page every chain is resolved.
+    store = Store(heads)
+    state.apply_current_state(ranked, sources, AT, store, make, page=1)
+    assert store.calls == []
+    store = Store(heads)
+    full = state.apply_current_state(ranked, sources, AT, store, make)
+    assert sorted(store.calls[0]) == ["b", "e"] and len(full.replacements) == 2
