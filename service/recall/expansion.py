@@ -1,14 +1,16 @@
 """Relation and entity expansion (spec 000 "Graph Expansion", spec 001 "Multi-Hop Reasoning", issue 4).
 
 Round trips, whatever the number of seeds:
-  relation expansion  1. the edges index: the newest `relation_limit` edges of EVERY seed, one request
-                         (EdgeStore.newest_per_memory: one `terms` query, one top_hits bucket per seed);
+  relation expansion  1. the edges index, one _msearch: the newest `relation_limit` expandable edges of
+                         EVERY seed, and every seed's own relations (its newest edges of any type);
+                         EdgeStore.newest_per_memory_many: a `terms` query, one top_hits bucket per seed);
                       2. the memories index: every candidate target in one search, under the same
                          filters as the seeds (time window, exclude_tags, state; the tag scope only with
                          expand_respect_tags) and expand_min_importance;
   entity expansion    3. the memories index: up to 5 entities x 5 memories in one search (one top_hits
                          bucket per entity);
-  relations           4. the edges index: the relations of every returned memory, one request.
+  relations           4. the edges index: the relations of returned memories that have none yet (the
+                         entity-expanded ones), one request.
 AutoMem runs one Cypher query per seed and one vector search per entity.
 
 The selection rules (per-seed cap, total cap, bridges, entity order) are pure functions below.
@@ -179,6 +181,18 @@ def select_entity_hits(entities: Sequence[str], buckets: Mapping[str, Sequence[d
     return out
 
 
+def relations_of(mid: str, edges: Sequence[dict]) -> list[dict]:
+    """A memory's edges as its result's `relations`: type, strength, the other memory, direction."""
+    return [
+        {
+            "type": e["type"], "strength": e.get("strength"),
+            "id": e["target_id"] if e["source_id"] == mid else e["source_id"],
+            "direction": "outgoing" if e["source_id"] == mid else "incoming",
+        }
+        for e in edges
+    ]
+
+
 # --- the stage ----------------------------------------------------------------------------------------
 @dataclass
 class ExpansionOutcome:
@@ -186,6 +200,8 @@ class ExpansionOutcome:
     entity: list[ScoredCandidate] = field(default_factory=list)
     extras: dict[str, dict] = field(default_factory=dict)  # id -> source, relations, expanded_from_entity
     response: dict[str, Any] = field(default_factory=dict)  # `expansion` / `entity_expansion`
+    # The seeds' own relations (what `hydrate` returns), read with their expansion edges.
+    seed_relations: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def results(self) -> list[ScoredCandidate]:
@@ -226,7 +242,7 @@ class GraphExpander:
         seen = {s.candidate.id for s in seeds}
         budget = req.expansion_limit
         if req.relations:
-            reached = self._relation_targets(req, seeds, flt)
+            reached = self._relation_targets(req, seeds, flt, out)
             out.relation = self._score(
                 [(mid, source) for mid, (_, source) in reached.items()], RELATION, scoring, make_candidates,
                 relation={mid: reach.relation_score for mid, (reach, _) in reached.items()}, min_score=req.min_score,
@@ -256,11 +272,19 @@ class GraphExpander:
         return out
 
     # --- I/O steps ---------------------------------------------------------------------------------------
-    def _relation_targets(self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], flt: dict) -> dict[str, tuple[Reach, dict]]:
+    def _relation_targets(
+        self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], flt: dict, out: ExpansionOutcome
+    ) -> dict[str, tuple[Reach, dict]]:
         if not seeds:
             return {}
         seed_scores = [(s.candidate.id, s.final_score) for s in seeds]
-        edges = self.edges.newest_per_memory([sid for sid, _ in seed_scores], EXPANDABLE_TYPES, per_id=req.relation_limit, min_strength=req.min_strength)
+        seed_ids = [sid for sid, _ in seed_scores]
+        # The edges to expand along and the seeds' own relations (hydration), in one round trip.
+        edges, hydrated = self.edges.newest_per_memory_many([
+            (seed_ids, EXPANDABLE_TYPES, req.relation_limit, req.min_strength),
+            (seed_ids, None, req.relation_limit, 0.0),
+        ])
+        out.seed_relations = {mid: relations_of(mid, items) for mid, items in hydrated.items()}
         order = candidate_edges(seed_scores, edges)
         ids = list(dict.fromkeys(other for _, _, other, _ in order))[:MAX_TARGET_FETCH]
         if not ids:
@@ -279,18 +303,7 @@ class GraphExpander:
     def hydrate(self, ids: Sequence[str], per_id: int) -> dict[str, list[dict]]:
         """The relations of returned memories, after trimming (spec 000 "Deferred Relation Hydration"):
         each memory's `per_id` newest edges of any type, either direction — one request."""
-        edges = self.edges.newest_per_memory(ids, None, per_id=per_id)
-        out: dict[str, list[dict]] = {}
-        for mid, items in edges.items():
-            out[mid] = [
-                {
-                    "type": e["type"], "strength": e.get("strength"),
-                    "id": e["target_id"] if e["source_id"] == mid else e["source_id"],
-                    "direction": "outgoing" if e["source_id"] == mid else "incoming",
-                }
-                for e in items
-            ]
-        return out
+        return {mid: relations_of(mid, items) for mid, items in self.edges.newest_per_memory(ids, None, per_id=per_id).items()}
 
     # --- scoring -------------------------------------------------------------------------------------------
     @staticmethod

@@ -385,9 +385,12 @@ class RecallService:
         graph_extras.update(expansion.extras)
         returned = results + expansion.results
         if p.expand_relations and self.expander is not None:
+            for mid, relations in expansion.seed_relations.items():
+                graph_extras.setdefault(mid, {}).setdefault("relations", relations)
             todo = [s.candidate.id for s in returned if "relations" not in graph_extras.get(s.candidate.id, {})]
-            for mid, relations in self.expander.hydrate(todo, p.relation_limit).items():
-                graph_extras.setdefault(mid, {})["relations"] = relations
+            if todo:
+                for mid, relations in self.expander.hydrate(todo, p.relation_limit).items():
+                    graph_extras.setdefault(mid, {})["relations"] = relations
         timings.lap("expand")
 
         fallback_ids = set().union(*(o.fallback_ids for o in outcomes))

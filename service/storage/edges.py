@@ -14,6 +14,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch, helpers
 
+from service.errors import EngineUnavailable
 from service.storage.client import engine_errors
 
 
@@ -149,6 +150,21 @@ class EdgeStore:
         with engine_errors("read edges"):
             resp = self.client.search(index=self.alias, body=per_memory_edges_query(self.bank, ids, types, per_id=per_id, min_strength=min_strength))
         return parse_per_memory(resp, ids)
+
+    def newest_per_memory_many(self, reads: Sequence[tuple[Sequence[str], Sequence[str] | None, int, float]]) -> list[dict[str, list[dict]]]:
+        """Several `newest_per_memory` reads — (ids, types, per_id, min_strength) each — in one _msearch."""
+        reads = [(list(dict.fromkeys(ids)), types, per_id, floor) for ids, types, per_id, floor in reads]
+        lines: list[dict] = []
+        for ids, types, per_id, floor in reads:
+            lines += [{"index": self.alias}, per_memory_edges_query(self.bank, ids, types, per_id=per_id, min_strength=floor)]
+        with engine_errors("read edges"):
+            resp = self.client.msearch(body=lines)
+        out = []
+        for (ids, *_), sub in zip(reads, resp["responses"]):
+            if "error" in sub:
+                raise EngineUnavailable(f"read edges failed: {sub['error']}")
+            out.append(parse_per_memory(sub, ids))
+        return out
 
     def touching(self, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
         """Edges touching any of `ids`, newest first, at most `size` — one request."""

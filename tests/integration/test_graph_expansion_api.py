@@ -221,12 +221,17 @@ def test_expansion_makes_a_fixed_number_of_engine_requests_whatever_the_number_o
     edges = api.app.state.settings.edges_alias
     assert seen[8] == [
         "POST /_msearch",                   # every retrieval arm
-        f"POST /{edges}/_search",           # the newest edges of every seed
+        "POST /_msearch",                   # the newest edges of every seed: to expand along, and its relations
         f"POST /{alias}/_search",           # every relation target
         f"POST /{alias}/_search",           # every entity's memories
-        f"POST /{edges}/_search",           # the relations of every returned memory
-        "POST /_bulk",                      # last_accessed of the seeds
+        f"POST /{edges}/_search",           # the relations of the entity-expanded memories
+        "POST /_bulk",                      # last_accessed of the seeds (first access)
     ]
+    # Relations alone: seeds and relation targets come with their relations, nothing left to hydrate.
+    body, calls = count_requests(api, query="rollout", tags="seed", limit=8, expand_relations="true")
+    reads = [c for c in calls if c != "POST /_bulk"]  # (the touch repeats until a refresh shows the last one)
+    assert reads == ["POST /_msearch", "POST /_msearch", f"POST /{alias}/_search"], calls
+    assert all(r["relations"] for r in body["results"][:8])  # every seed has its neighbours
 
 
 def test_expanded_memories_get_their_exact_cosine_to_the_query(api):
