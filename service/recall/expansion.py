@@ -3,7 +3,7 @@
 Round trips, whatever the number of seeds:
   relation expansion  1. the edges index, one _msearch: the newest `relation_limit` expandable edges of
                          EVERY seed, and every seed's own relations (its newest edges of any type);
-                         EdgeStore.newest_per_memory_many: a `terms` query, one top_hits bucket per seed);
+                         (EdgeStore.newest_per_memory_many: a `terms` query, one top_hits bucket per seed);
                       2. the memories index: every candidate target in one search, under the same
                          filters as the seeds (time window, exclude_tags, state; the tag scope only with
                          expand_respect_tags) and expand_min_importance;
