@@ -1,8 +1,8 @@
 """POST /associate: validate, check the memories exist, write the edges, record supersessions.
 
-Whatever the batch size this is at most three engine requests: one mget for existence, one bulk on
-the edges index, one bulk on the memories index for the INVALIDATED_BY / EVOLVED_INTO edges (the
-supersession state recall filters on, issue 4).
+Whatever the batch size this is at most four engine requests: one mget for existence, one bulk on
+the edges index, and for the INVALIDATED_BY / EVOLVED_INTO edges (the supersession state recall
+filters on, issue 4) a read of the superseded memories' vectors and one bulk on the memories index.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Apply the index templates in index_templates/ and create the versioned indices behind aliases.
 
 Idempotent: run at every start-up. A mapping change means a new template version, a new
-`-vN` index, a reindex and an alias swap — never an in-place change that loses data.
+`-vN` index, a copy and an alias swap — never an in-place change that loses data. The copy cannot
+be a plain `_reindex`: memories keep their vectors out of _source (MemoryStore.vectors reads them).
 """
 
 from __future__ import annotations

@@ -20,8 +20,16 @@ def access_is_stale(stored: str | None, now: datetime, resolution_s: float) -> b
     return at is None or (now - at).total_seconds() >= resolution_s
 
 
-# Fields never sent back to clients unless asked for: vectors are large and AutoMem hides them.
+# Fields never sent back to clients: vectors are large and AutoMem hides them. (Indices created from
+# the current template keep no vector in _source at all; older ones still do.)
 HIDDEN_FIELDS = ("embedding",)
+# Vectors live in the index's vector format, not in _source (reading hits' _source with 384 floats
+# each was most of the cost of a recall's fetch phase), so they are read back through doc values.
+VECTOR_SCRIPT = "doc['embedding'].size() == 0 ? null : doc['embedding'].value"
+# Painless prefix of every update script: put the vector back, or the re-indexed document loses it.
+CARRY_VECTOR = "if (params.embedding != null) { ctx._source.embedding = params.embedding; }\n"
+# An update that lost a race with another write (its if_seq_no no longer matches) is retried.
+CONFLICT_ATTEMPTS = 3
 
 
 class MemoryStore:
@@ -33,16 +41,14 @@ class MemoryStore:
         self.access_resolution_s = access_resolution_s
 
     # --- single documents -------------------------------------------------------------------
-    def get(self, memory_id: str, *, with_embedding: bool = False) -> dict | None:
-        found = self.get_many([memory_id], with_embedding=with_embedding)
-        return found.get(memory_id)
+    def get(self, memory_id: str) -> dict | None:
+        return self.get_many([memory_id]).get(memory_id)
 
-    def get_many(self, ids: Sequence[str], *, with_embedding: bool = False) -> dict[str, dict]:
+    def get_many(self, ids: Sequence[str]) -> dict[str, dict]:
         if not ids:
             return {}
-        excludes = [] if with_embedding else list(HIDDEN_FIELDS)
         with engine_errors("fetch memories"):
-            resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"_source_excludes": ",".join(excludes)} if excludes else None)
+            resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"_source_excludes": ",".join(HIDDEN_FIELDS)})
         out = {}
         for doc in resp["docs"]:
             if doc.get("found") and doc["_source"].get("bank", self.bank) == self.bank:
@@ -54,8 +60,66 @@ class MemoryStore:
             self.client.index(index=self.alias, id=memory_id, body=doc, refresh=self.refresh)
 
     def update(self, memory_id: str, partial: dict) -> None:
-        with engine_errors("update memory"):
-            self.client.update(index=self.alias, id=memory_id, body={"doc": partial}, refresh=self.refresh, retry_on_conflict=3)
+        error = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": partial}], "update memory")[0]
+        if error:
+            raise EngineUnavailable(f"update memory failed: {error}")
+
+    # --- vectors ------------------------------------------------------------------------------
+    def vectors(self, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:
+        """{id: (vector or None, _seq_no, _primary_term)} of this bank's stored memories.
+
+        Doc values are only as fresh as the last refresh: an id not found yet may be a memory written
+        since, so the index is refreshed once and read again (a version that moved on since the
+        refresh shows up as a conflict in `bulk`, which refreshes and retries)."""
+        ids = list(dict.fromkeys(ids))
+        found = self._read_vectors(ids)
+        if len(found) < len(ids):
+            self.refresh_now()
+            found = self._read_vectors(ids)
+        return found
+
+    def refresh_now(self) -> None:
+        with engine_errors("refresh memories"):
+            self.client.indices.refresh(index=self.alias)
+
+    def _read_vectors(self, ids: list[str]) -> dict[str, tuple[list[float] | None, int, int]]:
+        if not ids:
+            return {}
+        body = {
+            "size": len(ids), "_source": False, "seq_no_primary_term": True,
+            "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": ids}}]}},
+            "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
+        }
+        with engine_errors("read vectors"):
+            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+        return {h["_id"]: ((h.get("fields", {}).get("embedding") or [None])[0], h["_seq_no"], h["_primary_term"]) for h in hits}
+
+    def carry_vectors(self, actions: Sequence[dict]) -> list[dict]:
+        """Update actions made safe for an index that keeps vectors out of _source: an update re-indexes
+        the document from _source, so each one carries its memory's vector back in (a partial doc gets
+        `embedding`, a script `params.embedding`), guarded by the version the vector was read at."""
+        ids = [a["_id"] for a in actions if a.get("_op_type") == "update"]
+        found = self.vectors(ids) if ids else {}
+        guarded: set[str] = set()
+        out = []
+        for a in actions:
+            if a.get("_op_type") != "update" or a["_id"] not in found:
+                out.append(a)  # a missing memory fails as document_missing, as it would have
+                continue
+            vector, seq_no, term = found[a["_id"]]
+            a = {k: v for k, v in a.items() if k != "retry_on_conflict"}  # exclusive with if_seq_no
+            if a["_id"] not in guarded:
+                # Only the first update of a memory in this batch can know its version; the shard
+                # applies the batch's later ones to the same memory right after it, in order.
+                guarded.add(a["_id"])
+                a.update(if_seq_no=seq_no, if_primary_term=term)
+            if "script" in a:
+                script = a["script"]
+                a["script"] = {**script, "source": CARRY_VECTOR + script["source"], "params": {**script.get("params", {}), "embedding": vector}}
+            elif vector is not None and "embedding" not in a.get("doc", {}):
+                a["doc"] = {**a["doc"], "embedding": vector}
+            out.append(a)
+        return out
 
     def delete(self, memory_id: str) -> bool:
         with engine_errors("delete memory"):
@@ -96,7 +160,7 @@ class MemoryStore:
         if not actions:
             return
         try:
-            helpers.bulk(self.client, actions, raise_on_error=False, refresh=False)
+            self.bulk(actions, "record access", refresh="false")
         except Exception:  # noqa: BLE001 - access tracking must never fail a recall
             log.warning("last_accessed update failed for %d memories", len(actions), exc_info=True)
 
@@ -145,34 +209,53 @@ class MemoryStore:
     def supersession_action(self, memory_id: str, entry: dict, *, keep_at: bool, t_invalid: str | None = None) -> dict:
         """A bulk action that records `entry` ({by, type, at, strength}) on the superseded memory."""
         return {
-            "_op_type": "update", "_index": self.alias, "_id": memory_id, "retry_on_conflict": 3,
+            "_op_type": "update", "_index": self.alias, "_id": memory_id,
             "script": {"lang": "painless", "source": RECORD_SUPERSESSION, "params": {"entry": entry, "keep_at": keep_at, "t_invalid": t_invalid}},
         }
 
-    def bulk(self, actions: Sequence[dict], what: str) -> list[str | None]:
-        """Any bulk actions in one request; one error message (or None) per action, in order."""
+    def bulk(self, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[str | None]:
+        """Any bulk actions; one error message (or None) per action, in order. Update actions carry
+        their memory's vector (carry_vectors); one that lost a race with another write is retried."""
         errors: list[str | None] = [None] * len(actions)
-        if not actions:
-            return errors
-        with engine_errors(what):
-            for i, (ok, item) in enumerate(
-                helpers.streaming_bulk(self.client, list(actions), chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=self.refresh)
-            ):
-                if not ok:
-                    err = next(iter(item.values())).get("error")
+        pending = list(range(len(actions)))
+        for attempt in range(CONFLICT_ATTEMPTS):
+            if not pending:
+                break
+            if attempt:
+                self.refresh_now()  # the versions read were stale (written since the last refresh)
+            sent = self.carry_vectors([actions[i] for i in pending])
+            conflicts = []
+            with engine_errors(what):
+                results = helpers.streaming_bulk(
+                    self.client, sent, chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=refresh or self.refresh,
+                )
+                for i, (ok, item) in zip(pending, results):
+                    info = next(iter(item.values()))
+                    if ok:
+                        errors[i] = None
+                        continue
+                    err = info.get("error")
                     errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
+                    if info.get("status") == 409 and actions[i].get("_op_type") == "update":
+                        conflicts.append(i)
+            pending = conflicts
         return errors
 
     def clear_supersessions(self, deleted_ids: Sequence[str]) -> int:
-        """Forget supersessions by deleted memories (their edges are gone): one update_by_query."""
+        """Forget supersessions by deleted memories (their edges are gone). Not an update_by_query:
+        that re-indexes from _source, which holds no vector. Returns how many memories were updated."""
         ids = list(dict.fromkeys(deleted_ids))
         if not ids:
             return 0
         query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"terms": {"supersessions.by": ids}}]}}
-        body = {"query": query, "script": {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": ids}}}
-        with engine_errors("clear supersessions"):
-            resp = self.client.update_by_query(index=self.alias, body=body, refresh=True, conflicts="proceed")
-        return int(resp.get("updated", 0))
+        script = {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": ids}}
+        targets = self.ids_matching(query)
+        errors = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": mid, "script": script} for mid in targets],
+                           "clear supersessions", refresh="true")
+        failed = [e for e in errors if e]
+        if failed:
+            log.warning("clearing supersessions failed for %d memories: %s", len(failed), failed[0])
+        return len(targets) - len(failed)
 
     def page(self, query: dict, sort: list[dict], *, size: int, offset: int) -> tuple[list[tuple[str, dict]], int]:
         """One page of (id, source) and the total number of matches (exact)."""

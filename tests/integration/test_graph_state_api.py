@@ -230,6 +230,9 @@ def test_chains_below_the_page_cost_no_lookup(api):
     old = m(api, "old version", 0.5, tag)
     new = m(api, "new version", 0.1, tag)
     link(api, old, new, "EVOLVED_INTO", 0.9)
+    for limit in (2, 3):  # first accesses (last_accessed), so the counted recalls make only reads
+        recall(api, query="current fact", tags="pg", limit=limit)
+    api.app.state.memories.refresh_now()
     # limit 2: two current memories rank above the superseded one, so its chain cannot reach the page.
     body, calls = count_requests(api, query="current fact", tags="pg", limit=2)
     assert sorted(ids(body)) == sorted(top) and not any(c.endswith("/_search") for c in calls), calls
