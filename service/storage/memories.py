@@ -25,11 +25,25 @@ def access_is_stale(stored: str | None, now: datetime, resolution_s: float) -> b
 HIDDEN_FIELDS = ("embedding",)
 # Vectors live in the index's vector format, not in _source (reading hits' _source with 384 floats
 # each was most of the cost of a recall's fetch phase), so they are read back through doc values.
-VECTOR_SCRIPT = "doc['embedding'].size() == 0 ? null : doc['embedding'].value"
+# The copy matters: the value is Lucene's reused buffer, so returning it as is gives every hit
+# of a search the last hit's vector.
+VECTOR_SCRIPT = (
+    "if (doc['embedding'].size() == 0) { return null; } "
+    "def v = doc['embedding'].value; List out = new ArrayList(); "
+    "for (int i = 0; i < v.length; i++) { out.add(v[i]); } return out;"
+)
 # Painless prefix of every update script: put the vector back, or the re-indexed document loses it.
 CARRY_VECTOR = "if (params.embedding != null) { ctx._source.embedding = params.embedding; }\n"
 # An update that lost a race with another write (its if_seq_no no longer matches) is retried.
 CONFLICT_ATTEMPTS = 3
+
+
+def _vector_field(hit: dict) -> list[float] | None:
+    """VECTOR_SCRIPT's value: the list comes back flattened as the field's values; null as [null]."""
+    values = hit.get("fields", {}).get("embedding")
+    if not values or values[0] is None:
+        return None
+    return values[0] if isinstance(values[0], list) else values
 
 
 class MemoryStore:
@@ -92,7 +106,7 @@ class MemoryStore:
         }
         with engine_errors("read vectors"):
             hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-        return {h["_id"]: ((h.get("fields", {}).get("embedding") or [None])[0], h["_seq_no"], h["_primary_term"]) for h in hits}
+        return {h["_id"]: (_vector_field(h), h["_seq_no"], h["_primary_term"]) for h in hits}
 
     def carry_vectors(self, actions: Sequence[dict]) -> list[dict]:
         """Update actions made safe for an index that keeps vectors out of _source: an update re-indexes

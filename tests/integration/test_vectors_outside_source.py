@@ -110,3 +110,16 @@ def test_an_update_that_loses_a_race_is_retried_with_the_new_vector(api, os_clie
     source = raw_source(api, os_client, a)
     assert (source["importance"], source["confidence"]) == (0.7, 0.3)
     assert cosine(api, a, unit(10)) == pytest.approx(1.0, abs=1e-5)  # the racing writer's vector, not the stale one
+
+
+def test_many_vectors_read_in_one_request_are_each_their_own(api):
+    # Lucene hands out one reused buffer per segment: a script returning it as is gives every hit the
+    # last hit's vector (this wrote wrong vectors back on access tracking before it was copied).
+    ids = [mem(api, f"memory {i}", embedding=unit(20 + i)) for i in range(12)]
+    found = api.app.state.memories.vectors(ids)
+    assert [found[mid][0] for mid in ids] == [pytest.approx(unit(20 + i)) for i in range(12)]
+    # Recalled (and so touched) together, each keeps its own vector.
+    recall(api, embedding=csv(unit(20)), limit=12)
+    api.app.state.memories.refresh_now()
+    for i, mid in enumerate(ids[:4]):
+        assert cosine(api, mid, unit(20 + i)) == pytest.approx(1.0, abs=1e-5)
