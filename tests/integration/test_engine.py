@@ -47,6 +47,15 @@ def test_filtered_knn_on_lucene_engine(os_client, index):
     assert hits[1][1] == pytest.approx(0.5, abs=1e-4)
 
 
+def test_painless_has_knn_cosine_similarity_inside_msearch(os_client, index):
+    # k-NN's painless extension (cosineSimilarity) reaches painless on the local node too, and a
+    # script field works inside _msearch, where per-clause scores are refused.
+    body = [{"index": index}, {"size": 4, "_source": False, "query": {"match": {"text": "running"}},
+            "script_fields": {"cos": {"script": {"source": "cosineSimilarity(params.q, doc['v'])", "params": {"q": [1, 1, 0]}}}}}]
+    hits = os_client.msearch(body=body)["responses"][0]["hits"]["hits"]
+    assert {h["_id"]: round(h["fields"]["cos"][0], 4) for h in hits} == {"a": round(2**-0.5, 4), "c": round(2**-0.5, 4)}
+
+
 def test_english_analyzer_stems(os_client, index):
     tokens = os_client.indices.analyze(index=index, body={"field": "text", "text": "The dogs were running"})["tokens"]
     assert [t["token"] for t in tokens] == ["dog", "were", "run"]
