@@ -97,16 +97,19 @@ class MemoryStore:
             self.client.indices.refresh(index=self.alias)
 
     def _read_vectors(self, ids: list[str]) -> dict[str, tuple[list[float] | None, int, int]]:
-        if not ids:
-            return {}
-        body = {
-            "size": len(ids), "_source": False, "seq_no_primary_term": True,
-            "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": ids}}]}},
-            "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
-        }
-        with engine_errors("read vectors"):
-            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-        return {h["_id"]: (_vector_field(h), h["_seq_no"], h["_primary_term"]) for h in hits}
+        out: dict[str, tuple[list[float] | None, int, int]] = {}
+        # In pages: a search returns at most index.max_result_window (10,000) hits.
+        for start in range(0, len(ids), ID_PAGE):
+            page = ids[start : start + ID_PAGE]
+            body = {
+                "size": len(page), "_source": False, "seq_no_primary_term": True,
+                "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": page}}]}},
+                "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
+            }
+            with engine_errors("read vectors"):
+                hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            out.update({h["_id"]: (_vector_field(h), h["_seq_no"], h["_primary_term"]) for h in hits})
+        return out
 
     def carry_vectors(self, actions: Sequence[dict]) -> list[dict]:
         """Update actions made safe for an index that keeps vectors out of _source: an update re-indexes
