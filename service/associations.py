@@ -1,8 +1,9 @@
 """POST /associate: validate, check the memories exist, write the edges, record supersessions.
 
-Whatever the batch size this is at most four engine requests: one mget for existence, one bulk on
-the edges index, and for the INVALIDATED_BY / EVOLVED_INTO edges (the supersession state recall
-filters on, issue 4) a read of the superseded memories' vectors and one bulk on the memories index.
+Whatever the batch size this is at most five engine requests: one mget for existence, one bulk on
+the edges index, for the INVALIDATED_BY / EVOLVED_INTO edges (the supersession state recall
+filters on) a read of the superseded memories' vectors and one bulk on the memories index, and one
+more mget that checks no end was deleted meanwhile (`_undo_orphans`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,27 @@ class AssociationService:
             if err:
                 o.error, o.status = f"edge write failed: {err}", 503
         self.record_supersessions([o for o in todo if o.error is None and o.association.supersedes], now)
+        self._undo_orphans([o for o in todo if o.error is None])
         return outcomes
+
+    def _undo_orphans(self, written: list[ItemOutcome]) -> None:
+        """A memory deleted while its edge was being written: check both ends again (a realtime mget)
+        and take back the edges (and supersessions) whose ends are gone. Together with the refresh
+        before DELETE's edge sweep (EdgeStore.delete_touching) no edge outlives its memory: either
+        this check sees the deletion, or the deletion's sweep sees the edge."""
+        if not written:
+            return
+        alive = self.memories.existing([x for o in written for x in (o.association.source_id, o.association.target_id)])
+        orphans = [o for o in written if o.association.source_id not in alive or o.association.target_id not in alive]
+        if not orphans:
+            return
+        self.edges.delete_ids([o.association.edge_id for o in orphans])
+        superseded_by_gone = [o.association.target_id for o in orphans if o.association.supersedes and o.association.target_id not in alive]
+        if superseded_by_gone:
+            self.memories.clear_supersessions(superseded_by_gone)
+        for o in orphans:
+            gone = next(x for x in (o.association.source_id, o.association.target_id) if x not in alive)
+            o.error, o.status = f"Memory {gone} not found (deleted while the association was written)", 404
 
     def record_supersessions(self, outcomes: list[ItemOutcome], now: datetime) -> None:
         actions = []

@@ -16,6 +16,7 @@ from service.config import Settings
 from service.errors import BadRequest
 from service.tags import split_list_param
 from service.timeparse import TimeWindow, parse_iso_datetime, resolve_time_window
+from service.validation import check_vector
 
 SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 TAG_MODES = ("any", "all")
@@ -116,18 +117,25 @@ def _embedding(qp: QueryParams, dimension: int) -> list[float] | None:
         vector = [float(p) for p in parts]
     except ValueError:
         raise BadRequest("Invalid embedding: expected comma-separated numbers") from None
-    if not all(math.isfinite(v) for v in vector):
-        raise BadRequest("Invalid embedding: values must be finite")
-    if len(vector) != dimension:
-        raise BadRequest(f"Invalid embedding: must have exactly {dimension} values, got {len(vector)}")
-    return vector
+    return check_vector(vector, dimension, "Invalid embedding:")
+
+
+# Bounds on list parameters: each item is a filter clause, an arm or a whole extra query.
+MAX_QUERIES = 20
+MAX_LIST_ITEMS = 200
+
+
+def _bounded(name: str, values: list[str], cap: int = MAX_LIST_ITEMS) -> list[str]:
+    if len(values) > cap:
+        raise BadRequest(f"Invalid {name}: at most {cap} values, got {len(values)}")
+    return values
 
 
 def parse_recall_params(qp: QueryParams, settings: Settings, *, dimension: int, now: datetime) -> RecallParams:
     p = RecallParams()
     query = qp.get("query")
     p.query = query.strip() if query and query.strip() else None
-    p.queries = [q.strip() for q in qp.getlist("queries") + qp.getlist("queries[]") if q.strip()]
+    p.queries = _bounded("queries", [q.strip() for q in qp.getlist("queries") + qp.getlist("queries[]") if q.strip()], MAX_QUERIES)
     p.embedding = _embedding(qp, dimension)
     limit = _num(qp, "limit", 5, kind=int, lo=1)
     p.limit = min(limit, settings.recall_max_limit)  # spec 000: clamped, not an error
@@ -137,8 +145,8 @@ def parse_recall_params(qp: QueryParams, settings: Settings, *, dimension: int, 
     p.per_query_limit = min(per_query, settings.recall_max_limit) if per_query else None
     p.sort = _choice(qp, "sort", SORTS, "score", alias="order_by")
     p.sort_given = bool(qp.get("sort") or qp.get("order_by"))
-    p.tags = split_list_param(qp.getlist("tags") + qp.getlist("tags[]"))
-    p.exclude_tags = split_list_param(qp.getlist("exclude_tags") + qp.getlist("exclude_tags[]"))
+    p.tags = _bounded("tags", split_list_param(qp.getlist("tags") + qp.getlist("tags[]")))
+    p.exclude_tags = _bounded("exclude_tags", split_list_param(qp.getlist("exclude_tags") + qp.getlist("exclude_tags[]")))
     p.tag_mode = _choice(qp, "tag_mode", TAG_MODES, "any")
     p.tag_match = _choice(qp, "tag_match", TAG_MATCHES, "prefix")
     try:
@@ -150,9 +158,9 @@ def parse_recall_params(qp: QueryParams, settings: Settings, *, dimension: int, 
     p.context = qp.get("context") or None
     p.language = qp.get("language") or None
     p.active_path = qp.get("active_path") or None
-    p.context_tags = split_list_param(qp.getlist("context_tags"))
-    p.context_types = split_list_param(qp.getlist("context_types"))
-    p.priority_ids = split_list_param(qp.getlist("priority_ids"))
+    p.context_tags = _bounded("context_tags", split_list_param(qp.getlist("context_tags")))
+    p.context_types = _bounded("context_types", split_list_param(qp.getlist("context_types")))
+    p.priority_ids = _bounded("priority_ids", split_list_param(qp.getlist("priority_ids")))
     p.expand_relations = _bool(qp, "expand_relations", False)
     p.expand_entities = _bool(qp, "expand_entities", False) or _bool(qp, "entity_expansion", False)
     p.relation_limit = _num(qp, "relation_limit", settings.recall_relation_limit, kind=int, lo=1, hi=200)

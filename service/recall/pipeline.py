@@ -216,7 +216,8 @@ class RecallService:
         flt = Q.filter_clauses(flt_spec)
         scoped = bool(p.tags)
         text = query if query and query != "*" else None
-        keywords = extract_keywords(text) if text else []
+        lexical = Q.lexical_text(text) if text else None
+        keywords = extract_keywords(lexical) if lexical else []
 
         vector: list[float] | None = p.embedding
         vector_search = {"enabled": True, "matched": False}
@@ -233,9 +234,9 @@ class RecallService:
         if vector is not None:
             arms.append(("vector", Q.knn_arm(vector, k, flt)))
         if text:
-            arms.append(("keyword", Q.with_cosine(Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt), vector)))
+            arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
             if self.settings.recall_metadata_search_enabled:
-                arms.append(("metadata", Q.with_cosine(Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt), vector)))
+                arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
         if vector is None and not text:
             arms.append(("trending", Q.trending_arm(max(limit, 1), flt, p.sort)))
         if p.priority_ids:

@@ -21,19 +21,20 @@ def _tags(value: Any) -> Any:
 class MemoryFields(BaseModel):
     """Fields shared by create and update; every input is bounded."""
 
-    model_config = ConfigDict(extra="ignore")
+    # NaN and Infinity (which Python's JSON parser accepts) are refused for every number.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-    tags: list[str] | None = Field(None, description="Tags; hierarchy segments separated by ':' or '/'", max_length=200)
+    tags: list[str] | None = Field(None, description="Tags; hierarchy segments separated by ':' or '/' (TAG_MAX_COUNT, TAG_MAX_LENGTH)")
     importance: float | None = Field(None, ge=0.0, le=1.0, description="0-1; 0.5 when omitted on create")
-    type: str | None = Field(None, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
+    type: str | None = Field(None, max_length=64, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
     confidence: float | None = Field(None, ge=0.0, le=1.0)
-    metadata: dict[str, Any] | None = None
-    timestamp: str | None = Field(None, description="ISO 8601 creation time; now when omitted")
-    t_valid: str | None = Field(None, description="ISO 8601: valid from")
-    t_invalid: str | None = Field(None, description="ISO 8601: invalid from")
-    updated_at: str | None = None
-    last_accessed: str | None = None
-    relevance_score: float | None = Field(None, ge=0.0)
+    metadata: dict[str, Any] | None = Field(None, description="Any JSON object (METADATA_MAX_DEPTH, METADATA_MAX_KEYS, METADATA_MAX_BYTES)")
+    timestamp: str | None = Field(None, max_length=64, description="ISO 8601 creation time; now when omitted")
+    t_valid: str | None = Field(None, max_length=64, description="ISO 8601: valid from")
+    t_invalid: str | None = Field(None, max_length=64, description="ISO 8601: invalid from (after t_valid)")
+    updated_at: str | None = Field(None, max_length=64)
+    last_accessed: str | None = Field(None, max_length=64)
+    relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="0-1, written by consolidation decay")
     archived: bool | None = None
 
     _split_tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _tags(v)))
@@ -84,7 +85,7 @@ class MemoryUpdate(MemoryFields):
 
 
 class MemoryBatch(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     memories: list[MemoryCreate] = Field(..., min_length=1, max_length=500, description="1-500 memories")
 

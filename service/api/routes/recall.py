@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import orjson
 from fastapi import APIRouter, BackgroundTasks, Request, Response
 
 from service.api.deps import ApiAuth
+from service.api.responses import dumps
 from service.recall.params import parse_recall_params
 from service.writes import utcnow
 
@@ -19,4 +19,4 @@ def recall(request: Request, background: BackgroundTasks) -> Response:
     params = parse_recall_params(request.query_params, state.settings, dimension=state.embedder.dimension, now=now)
     body = state.recall.recall(params, now, defer=background.add_task)
     # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
-    return Response(orjson.dumps(body), media_type="application/json", background=background)
+    return Response(dumps(body), media_type="application/json", background=background)
