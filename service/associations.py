@@ -71,8 +71,9 @@ class AssociationService:
         for o, err in zip(todo, errors):
             if err:
                 o.error, o.status = f"edge write failed: {err}", 503
-        self.record_supersessions([o for o in todo if o.error is None and o.association.supersedes], now)
-        self._undo_orphans([o for o in todo if o.error is None])
+        written = [o for o in todo if o.error is None]
+        self.record_supersessions([o for o in written if o.association.supersedes], now)
+        self._undo_orphans(written)
         return outcomes
 
     def _undo_orphans(self, written: list[ItemOutcome]) -> None:
@@ -100,5 +101,5 @@ class AssociationService:
             entry, keep_at = supersession_entry(o.association, now)
             actions.append(self.memories.supersession_action(o.association.source_id, entry, keep_at=keep_at))
         for o, err in zip(outcomes, self.memories.bulk(actions, "record supersession")):
-            if err:
+            if err is not None and not err.missing:  # missing: deleted meanwhile, see _undo_orphans
                 o.error, o.status = f"edge stored but the supersession state was not: {err}", 503
