@@ -262,42 +262,23 @@ class MemoryWriter:
         return prepared, errors
 
     def update(self, memory_id: str, req: MemoryUpdate) -> dict[str, Any]:
-        current = self.store.get(memory_id) if valid_id(memory_id) else None
-        if current is None:
+        """PATCH: validated like POST, embedded once, then a guarded read-modify-write: the derived
+        fields are computed from the version the write is conditioned on, so two concurrent PATCHes
+        (of tags and of metadata, say) never undo each other."""
+        if not valid_id(memory_id):
             raise NotFound(f"Memory {memory_id} not found")
-        changes: dict[str, Any] = {}
-        given = req.model_dump(exclude_unset=True)
         self.validate(req, content=req.content, embedding=req.embedding)
-        if "content" in given and req.content is not None:
-            changes["content"] = req.content
-            if req.embedding is None:
-                try:
-                    changes["embedding"] = self.embedder.embed_documents([req.content])[0]
-                except EmbeddingError as exc:
-                    raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
-        if req.embedding is not None:
-            changes["embedding"] = req.embedding
-        if "type" in given and req.type is not None:
-            changes["type"], _ = normalize_type(req.type)
-        for name in ("importance", "confidence", "relevance_score", "archived"):
-            if name in given and given[name] is not None:
-                changes[name] = given[name]
-        if "tags" in given or "metadata" in given:
-            tags = clean_tags(req.tags) if req.tags is not None else current.get("tags", [])
-            metadata = req.metadata if "metadata" in given else current.get("metadata", {})
-            changes.update(derived_fields(tags, metadata or {}))
-            changes["metadata"] = metadata or {}
-        for name in ("timestamp", "t_valid", "t_invalid", "last_accessed"):
-            if name in given:  # an explicit null clears t_valid / t_invalid
-                changes[name] = _iso_field(name, given[name])
-        if changes.get("timestamp") is None:
-            changes.pop("timestamp", None)
-        check_validity_window(
-            changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
-            changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),
-        )
-        changes["updated_at"] = _iso_field("updated_at", req.updated_at) or iso(utcnow())
-        self.store.update(memory_id, changes)
+        given = req.model_dump(exclude_unset=True)
+        vector = req.embedding
+        if vector is None and req.content is not None:
+            if not self.store.existing([memory_id]):  # 404 before embedding anything
+                raise NotFound(f"Memory {memory_id} not found")
+            try:
+                vector = self.embedder.embed_documents([req.content])[0]
+            except EmbeddingError as exc:
+                raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
+        updated_at = _iso_field("updated_at", req.updated_at) or iso(utcnow())
+        current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at))
         return {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
 
     def delete(self, memory_id: str) -> None:
@@ -320,6 +301,36 @@ class MemoryWriter:
             return 0, 0
         edges = self.edges.delete_touching(ids)
         return edges, self.store.clear_supersessions(ids)
+
+
+def patch_changes(current: dict[str, Any], req: MemoryUpdate, given: dict[str, Any], vector: list[float] | None, updated_at: str) -> dict[str, Any]:
+    """The partial document a PATCH writes over `current` (pure; re-run if `current` moved on)."""
+    changes: dict[str, Any] = {}
+    if req.content is not None:
+        changes["content"] = req.content
+    if vector is not None:
+        changes["embedding"] = vector
+    if req.type is not None:
+        changes["type"], _ = normalize_type(req.type)
+    for name in ("importance", "confidence", "relevance_score", "archived"):
+        if given.get(name) is not None:
+            changes[name] = given[name]
+    if "tags" in given or "metadata" in given:
+        tags = clean_tags(req.tags) if req.tags is not None else current.get("tags", [])
+        metadata = req.metadata if "metadata" in given else current.get("metadata", {})
+        changes.update(derived_fields(tags, metadata or {}))
+        changes["metadata"] = metadata or {}
+    for name in ("timestamp", "t_valid", "t_invalid", "last_accessed"):
+        if name in given:  # an explicit null clears t_valid / t_invalid
+            changes[name] = _iso_field(name, given[name])
+    if changes.get("timestamp") is None:
+        changes.pop("timestamp", None)
+    check_validity_window(
+        changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
+        changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),
+    )
+    changes["updated_at"] = updated_at
+    return changes
 
 
 @dataclass

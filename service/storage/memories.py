@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from opensearchpy import OpenSearch
@@ -37,6 +39,8 @@ VECTOR_SCRIPT = (
 CARRY_VECTOR = "if (params.embedding != null) { ctx._source.embedding = params.embedding; }\n"
 # An update that lost a race with another write (its if_seq_no no longer matches) is retried.
 CONFLICT_ATTEMPTS = 3
+# PATCH's read-modify-write under contention: more attempts, each after a short random pause.
+RMW_ATTEMPTS = 6
 
 
 def _vector_field(hit: dict) -> list[float] | None:
@@ -74,10 +78,44 @@ class MemoryStore:
         with engine_errors("store memory", write=True):
             self.client.index(index=self.alias, id=memory_id, body=doc, refresh=self.refresh)
 
-    def update(self, memory_id: str, partial: dict) -> None:
-        error = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": partial}], "update memory")[0]
-        if error is not None:
-            raise item_failure(error, "update memory", memory_id)
+    def read_modify_write(self, memory_id: str, compute: Callable[[dict], dict], *, attempts: int = RMW_ATTEMPTS) -> tuple[dict, dict]:
+        """Optimistic concurrency for changes that depend on the stored document: read the source, the
+        vector and the version in one search, `compute(source)` the partial document, and write it only
+        if the memory is still at that version (if_seq_no); a lost race reads again and recomputes.
+        Returns (source it was computed from, changes)."""
+        for attempt in range(attempts):
+            found = self._read_for_update(memory_id, refresh_first=attempt > 0)
+            if found is None:
+                raise NotFound(f"Memory {memory_id} not found")
+            source, vector, seq_no, term = found
+            changes = compute(source)
+            doc = changes if vector is None or "embedding" in changes else {**changes, "embedding": vector}
+            action = {"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": doc, "if_seq_no": seq_no, "if_primary_term": term}
+            error = run_bulk(self.client, [action], what="update memory", refresh=self.refresh)[0]
+            if error is None:
+                return source, changes
+            if not error.conflict:
+                raise item_failure(error, "update memory", memory_id)
+            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))  # spread the contenders out
+        raise EngineUnavailable(f"update memory: {attempts} concurrent writes in a row changed memory {memory_id} first; retry")
+
+    def _read_for_update(self, memory_id: str, *, refresh_first: bool) -> tuple[dict, list[float] | None, int, int] | None:
+        """Source, vector and version of one memory, all of one refreshed point (doc values only exist
+        for refreshed documents): after a lost race the index is refreshed before reading again."""
+        body = {
+            "size": 1, "seq_no_primary_term": True, "_source": {"excludes": list(HIDDEN_FIELDS)},
+            "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": [memory_id]}}]}},
+            "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
+        }
+        for refreshed in ((True,) if refresh_first else (False, True)):
+            if refreshed:
+                self.refresh_now()  # search sees the last refresh: a memory written since needs one
+            with engine_errors("read memory"):
+                hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            if hits:
+                h = hits[0]
+                return h["_source"], _vector_field(h), h["_seq_no"], h["_primary_term"]
+        return None
 
     # --- vectors ------------------------------------------------------------------------------
     def vectors(self, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:

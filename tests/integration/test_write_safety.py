@@ -85,6 +85,31 @@ def test_associate_racing_delete_leaves_no_dangling_edge(make_client, os_client)
     assert api.get("/memories/a0/related").json()["related_memories"] == []
 
 
+def test_concurrent_patches_of_tags_and_metadata_both_survive(api):
+    """Each PATCH computes the derived fields (tags, tags_norm, metadata_terms) from the version its
+    write is conditioned on, so a metadata PATCH never writes back the tags it read before a tag PATCH."""
+    mid = mem(api, "contended memory", tags=["t0"])
+    barrier = threading.Barrier(2)
+    failures: list[int] = []
+
+    def patch(field: str) -> None:
+        barrier.wait()
+        for i in range(1, 21):
+            body = {"tags": [f"t{i}"]} if field == "tags" else {"metadata": {"n": i}}
+            status = api.patch(f"/memory/{mid}", json=body).status_code
+            if status != 200:
+                failures.append(status)
+
+    threads = [threading.Thread(target=patch, args=(f,)) for f in ("tags", "metadata")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    memory = api.get(f"/memory/{mid}").json()["memory"]
+    assert (memory["tags"], memory["tag_prefixes"], memory["metadata"]) == (["t20"], ["t20"], {"n": 20})
+
+
 # --- 7. delete-by-tag beyond the terms limit ---------------------------------------------------------
 def test_delete_by_tag_beyond_65536_memories(api, os_client):
     """The supersessions of 70,000 deleted memories are cleared in chunks (one `terms` query over all of
