@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,8 +20,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.integration.live_server import serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "mcp-test-token"
@@ -49,19 +48,8 @@ def engram(engine_url, embedder, os_client):
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
     settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, write_refresh="true")
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, embedder=embedder), log_level="warning"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the Engram app did not start"
-        time.sleep(0.05)
-    yield Engram(f"http://127.0.0.1:{sock.getsockname()[1]}", embedder.dimension)
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with serve(create_app(settings, embedder=embedder)) as url:
+        yield Engram(url, embedder.dimension)
     os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
     for name in ("memories", "edges"):
         os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
