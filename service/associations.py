@@ -15,7 +15,8 @@ from typing import Any
 from service.relations import Association, AssociationError, supersession_entry, validate_association
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.writes import iso, valid_id
+from service.schemas.memory import valid_id
+from service.timeparse import iso
 
 
 @dataclass
@@ -42,6 +43,24 @@ def success(a: Association) -> dict[str, Any]:
         "memory1_id": a.source_id, "memory2_id": a.target_id, "relation_type": a.type, "strength": a.strength,
         **a.properties,
     }
+
+
+def take_back_orphans(memories: MemoryStore, edges: EdgeStore, written: list[Association]) -> dict[str, str]:
+    """A memory deleted while its edge was being written: check both ends again (a realtime mget) and
+    take back the edges (and supersessions) whose ends are gone; returns {edge id: missing memory}.
+    Together with the refresh before DELETE's edge sweep (EdgeStore.delete_touching) no edge outlives
+    its memory: either this check sees the deletion, or the deletion's sweep sees the edge."""
+    if not written:
+        return {}
+    alive = memories.existing([x for a in written for x in (a.source_id, a.target_id)])
+    gone = {a.edge_id: next(x for x in (a.source_id, a.target_id) if x not in alive)
+            for a in written if a.source_id not in alive or a.target_id not in alive}
+    if gone:
+        edges.delete_ids(list(gone))
+        superseders_gone = [a.target_id for a in written if a.edge_id in gone and a.supersedes and a.target_id not in alive]
+        if superseders_gone:
+            memories.clear_supersessions(superseders_gone)
+    return gone
 
 
 class AssociationService:
@@ -77,23 +96,10 @@ class AssociationService:
         return outcomes
 
     def _undo_orphans(self, written: list[ItemOutcome]) -> None:
-        """A memory deleted while its edge was being written: check both ends again (a realtime mget)
-        and take back the edges (and supersessions) whose ends are gone. Together with the refresh
-        before DELETE's edge sweep (EdgeStore.delete_touching) no edge outlives its memory: either
-        this check sees the deletion, or the deletion's sweep sees the edge."""
-        if not written:
-            return
-        alive = self.memories.existing([x for o in written for x in (o.association.source_id, o.association.target_id)])
-        orphans = [o for o in written if o.association.source_id not in alive or o.association.target_id not in alive]
-        if not orphans:
-            return
-        self.edges.delete_ids([o.association.edge_id for o in orphans])
-        superseded_by_gone = [o.association.target_id for o in orphans if o.association.supersedes and o.association.target_id not in alive]
-        if superseded_by_gone:
-            self.memories.clear_supersessions(superseded_by_gone)
-        for o in orphans:
-            gone = next(x for x in (o.association.source_id, o.association.target_id) if x not in alive)
-            o.error, o.status = f"Memory {gone} not found (deleted while the association was written)", 404
+        gone = take_back_orphans(self.memories, self.edges, [o.association for o in written])
+        for o in written:
+            if o.association.edge_id in gone:
+                o.error, o.status = f"Memory {gone[o.association.edge_id]} not found (deleted while the association was written)", 404
 
     def record_supersessions(self, outcomes: list[ItemOutcome], now: datetime) -> None:
         actions = []

@@ -6,10 +6,9 @@ so that recall filters are exact `term`/`terms` lookups inside OpenSearch.
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from scoring.components import metadata_terms
@@ -17,29 +16,21 @@ from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.errors import BadRequest, Conflict, EngineUnavailable, EngramError, NotFound
 from service.memory_types import EXPLICIT_TYPE_CONFIDENCE, classify, normalize_type
+from service.associations import take_back_orphans
 from service.relations import Association, supersession_entry
-from service.schemas.memory import ID_PATTERN, MemoryCreate, MemoryFields, MemoryUpdate
+from service.schemas.memory import MemoryCreate, MemoryFields, MemoryUpdate, valid_id
 from service.storage.bulk import ItemError
 from service.storage.client import MAYBE_APPLIED
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore, by_tags_query, item_failure
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
-from service.timeparse import iso, parse_iso_datetime
+from service.timeparse import iso, parse_iso_datetime, utcnow
 from service.validation import check_metadata, check_tags, check_text, check_vector
 
-_ID_RE = re.compile(ID_PATTERN)
 # POST /memory `supersedes` (issue 4): EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
 # client states the replacement outright, so the edge is at full strength.
 DEFAULT_SUPERSEDE_TYPE = "EVOLVED_INTO"
 SUPERSEDE_STRENGTH = 1.0
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def valid_id(memory_id: str) -> bool:
-    return bool(_ID_RE.match(memory_id))
 
 
 def _iso_field(name: str, value: str | None) -> str | None:
@@ -228,6 +219,8 @@ class MemoryWriter:
             raise EngineUnavailable(
                 f"memory stored and {assoc.source_id} superseded, but the {assoc.type} edge failed ({edge_error}); {MAYBE_APPLIED}"
             )
+        if take_back_orphans(self.store, self.edges, [assoc]):  # either memory was deleted meanwhile
+            prepared.warnings.append(f"memory {req.supersedes} or this one was deleted while it was stored; nothing was superseded")
 
     def create_batch(self, reqs: list[MemoryCreate], idempotency_key: str | None = None) -> tuple[list[Prepared], list[str | None]]:
         """All-or-nothing validation, one embedding batch, one bulk request; per-item write errors returned.

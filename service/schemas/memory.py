@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Client-chosen ids (imports that can be re-run): URL-safe, bounded. Server ids are UUID4.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+_ID_RE = re.compile(ID_PATTERN)
+
+
+def valid_id(memory_id: str) -> bool:
+    return bool(_ID_RE.match(memory_id))
 
 
 def _tags(value: Any) -> Any:
@@ -109,3 +115,43 @@ class BatchResponse(BaseModel):
     count: int
     failed: list[dict[str, Any]] | None = None
     warnings: list[str] | None = None
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory as every read returns it (the vector is never sent)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    content: str
+    tags: list[str] = Field(default_factory=list)
+    tag_prefixes: list[str] = Field(default_factory=list, description="Every hierarchy prefix of every tag, lowercased, ':'-joined")
+    type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timestamp: str | None = None
+    updated_at: str | None = None
+    last_accessed: str | None = None
+    t_valid: str | None = None
+    t_invalid: str | None = None
+    archived: bool | None = None
+    relevance_score: float | None = None
+    superseded_by: str | None = Field(None, description="The newest memory that superseded this one (INVALIDATED_BY / EVOLVED_INTO)")
+    superseded_at: str | None = None
+
+
+class MemoryResponse(BaseModel):
+    status: str = "success"
+    memory: MemoryRecord
+
+
+class UpdateResponse(BaseModel):
+    status: str = "success"
+    memory_id: str
+    memory: MemoryRecord
+
+
+class DeleteResponse(BaseModel):
+    status: str = "success"
+    memory_id: str

@@ -12,7 +12,7 @@ from service.associations import success
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.relations import MAX_BATCH
 from service.schemas.graph import AssociateBatchResponse, AssociateResponse, association_body_schema
-from service.writes import utcnow
+from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
 

@@ -11,7 +11,7 @@ from service.errors import BadRequest
 from service.schemas.graph import ByTagResponse, DeleteByTagResponse
 from service.storage.memories import BY_TAG_SORT, by_tags_query
 from service.tags import split_list_param
-from service.writes import utcnow
+from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from service import __version__
 from service.errors import error_body
-from service.writes import iso, utcnow
+from service.timeparse import iso, utcnow
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("engram.health")

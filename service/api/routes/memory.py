@@ -13,7 +13,8 @@ from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.api.responses import sanitize
 from service.errors import NotFound
 from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
-from service.writes import DEFAULT_SUPERSEDE_TYPE, valid_id
+from service.schemas.memory import valid_id
+from service.writes import DEFAULT_SUPERSEDE_TYPE
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 log = logging.getLogger("engram.memory")
