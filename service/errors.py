@@ -20,12 +20,13 @@ log = logging.getLogger("engram.errors")
 class EngramError(Exception):
     status_code = 500
 
-    def __init__(self, message: str, *, status_code: int | None = None, extra: dict | None = None):
+    def __init__(self, message: str, *, status_code: int | None = None, extra: dict | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.message = message
         if status_code is not None:
             self.status_code = status_code
         self.extra = extra or {}
+        self.headers = headers
 
 
 class BadRequest(EngramError):
@@ -73,7 +74,7 @@ def _describe_validation(exc: RequestValidationError) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(EngramError)
     async def _engram(_: Request, exc: EngramError) -> JSONResponse:
-        return JSONResponse(error_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code)
+        return JSONResponse(error_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -9,6 +9,7 @@ import anyio
 from fastapi import FastAPI
 
 from service import __version__
+from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
 from service.api.routes import associate, by_tag, graph, health, memory, recall
@@ -25,6 +26,14 @@ from service.storage.memories import MemoryStore
 from service.writes import MemoryWriter
 
 log = logging.getLogger("engram")
+
+
+OPENAPI_TAGS = [
+    {"name": "memory", "description": "Store, read, update and delete memories (AutoMem: spec 003 Memory)"},
+    {"name": "recall", "description": "Ranked hybrid recall (AutoMem: spec 000)"},
+    {"name": "graph", "description": "Associations between memories and graph walks"},
+    {"name": "health", "description": "Liveness and readiness; no token needed"},
+]
 
 
 class ConfigurationError(RuntimeError):
@@ -88,11 +97,20 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app = FastAPI(
         title="Engram",
         version=__version__,
-        description="Memory recall for AI agents: the AutoMem memory API on OpenSearch.",
+        description=(
+            "Memory recall for AI agents: the AutoMem memory API on OpenSearch.\n\n"
+            "Authenticate with `Authorization: Bearer <AUTOMEM_API_TOKEN>` (or `X-API-Key`, or `?api_key=`). "
+            "Errors are always `{\"status\": \"error\", \"code\": N, \"message\": \"...\"}`; invalid input is a 400, "
+            "never a 422. Unknown parameters are accepted and named in the response's `warnings`."
+        ),
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
+        docs_url=None,
+        redoc_url=None,
+        openapi_tags=OPENAPI_TAGS,
     )
     install_error_handlers(app)
+    install_docs(app)
     app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes)
     app.include_router(health.router)
     app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}

@@ -27,4 +27,5 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: _error("OpenSearch is unreachable or failing; for writes the message says whether a retry is safe"),
 }
 NOT_FOUND = {404: _error("No such memory")}
+CONFLICT = {409: _error("The Idempotency-Key was already used for a different memory")}
 ADMIN_RESPONSES = {403: _error("An admin token is required (X-Admin-Token)")}

@@ -8,11 +8,12 @@ models here document the shapes for the OpenAPI page and type the responses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.relations import AUTHORABLE_TYPES, DEFAULT_STRENGTH, DEFAULT_TYPE, MAX_BATCH
+from service.relations import ALL_TYPES, AUTHORABLE_TYPES, DEFAULT_STRENGTH, DEFAULT_TYPE, MAX_BATCH
+from service.schemas.query import QueryModel, list_aliases
 
 
 class AssociationIn(BaseModel):
@@ -92,3 +93,39 @@ class DeleteByTagResponse(BaseModel):
     matched_count: int = Field(..., description="Memories that carried a tag when the request started")
     edges_deleted: int = Field(..., description="Edges with an end among the deleted memories")
     supersessions_cleared: int = Field(..., description="Memories that were superseded by a deleted one and are current again")
+
+
+# spec 003 / AutoMem memories_by_tag: limit 20 by default, at most 200 (clamped).
+BY_TAG_DEFAULT_LIMIT, BY_TAG_MAX_LIMIT = 20, 200
+BY_TAG_MAX_TAGS = 200
+# from + size may not pass the engine's index.max_result_window (10,000 by default).
+BY_TAG_MAX_WINDOW = 10_000
+
+
+class TagsQuery(QueryModel):
+    """`tags` (required): repeated or comma-separated, also `tags[]`; exact, case-insensitive."""
+
+    aliases: ClassVar[dict[str, str]] = list_aliases("tags")
+    list_fields: ClassVar[tuple[str, ...]] = ("tags",)
+
+    tags: list[str] = Field(..., min_length=1, max_length=BY_TAG_MAX_TAGS, description="Memories carrying any of these tags (exact, case-insensitive)")
+
+
+class ByTagQuery(TagsQuery):
+    limit: int = Field(BY_TAG_DEFAULT_LIMIT, ge=1, description=f"Page size; above {BY_TAG_MAX_LIMIT} it is clamped")
+    offset: int = Field(0, ge=0, description=f"Memories to skip; offset + limit at most {BY_TAG_MAX_WINDOW}")
+
+    @property
+    def page_size(self) -> int:
+        return min(self.limit, BY_TAG_MAX_LIMIT)
+
+
+class RelatedQuery(QueryModel):
+    list_fields: ClassVar[tuple[str, ...]] = ("relationship_types",)
+
+    relationship_types: list[str] = Field(
+        default_factory=list, max_length=len(ALL_TYPES),
+        description="Edge types to follow (case-insensitive); default the 11 authorable types. SIMILAR_TO, PRECEDED_BY and DISCOVERED only when named",
+    )
+    max_depth: int = Field(1, ge=1, le=3, description="Hops from the memory (1-3)")
+    limit: int | None = Field(None, ge=1, description="Related memories at most (default RECALL_RELATION_LIMIT, 5; above 200 clamped)")

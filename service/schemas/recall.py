@@ -12,13 +12,13 @@ aliases (`order_by`, `time`, `entity_expansion`), case-insensitive choices, empt
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.errors import BadRequest
 from service.recall.request import RecallRequest
-from service.tags import split_list_param
+from service.schemas.query import QueryModel, list_aliases
 from service.timeparse import parse_iso_datetime, resolve_time_window
 from service.validation import check_vector
 
@@ -28,18 +28,20 @@ MAX_LIST_ITEMS = 200
 # Alternative spellings clients send, folded onto the field they mean.
 ALIASES = {
     "order_by": "sort", "time": "time_query", "entity_expansion": "expand_entities",
-    "tags[]": "tags", "exclude_tags[]": "exclude_tags", "queries[]": "queries",
+    **list_aliases("tags", "exclude_tags", "queries"),
 }
-# Read by the auth layer, not by recall.
-IGNORED = {"api_key"}
-LIST_FIELDS = ("queries", "tags", "exclude_tags", "context_tags", "context_types", "priority_ids", "embedding")
+LIST_FIELDS = ("tags", "exclude_tags", "context_tags", "context_types", "priority_ids")
 CHOICE_FIELDS = ("sort", "tag_mode", "tag_match", "state_mode", "recency_bias", "scoring_profile")
 
 
-class RecallQuery(BaseModel):
+class RecallQuery(QueryModel):
     """Every GET /recall parameter. Omitted values take the service's defaults (named in each description)."""
 
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    aliases: ClassVar[dict[str, str]] = ALIASES
+    list_fields: ClassVar[tuple[str, ...]] = LIST_FIELDS
+    plain_list_fields: ClassVar[tuple[str, ...]] = ("queries",)
+    vector_fields: ClassVar[tuple[str, ...]] = ("embedding",)
+    choice_fields: ClassVar[tuple[str, ...]] = CHOICE_FIELDS
 
     query: str | None = Field(None, description="Natural-language query, or `*` for no query (trending memories)")
     queries: list[str] = Field(default_factory=list, max_length=MAX_QUERIES, description="Several queries at once; results merged and deduplicated")
@@ -81,42 +83,6 @@ class RecallQuery(BaseModel):
     auto_decompose: bool = Field(False, description="Add supplementary queries from the query's names and topics")
     scoring_profile: Literal["engram", "automem"] | None = Field(None, description="Scoring definitions (default SEARCH_SCORING_PROFILE, engram)")
 
-    _unknown: list[str] = PrivateAttr(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fold(cls, raw: Any) -> Any:
-        """Aliases onto their fields, `[]` list spellings, empty values as "not given"."""
-        if not isinstance(raw, dict):
-            return raw
-        out: dict[str, Any] = {}
-        for key, value in raw.items():
-            name = ALIASES.get(key, key)
-            values = value if isinstance(value, list) else [value]
-            values = [v for v in values if not (isinstance(v, str) and not v.strip())]
-            if not values:
-                continue
-            if name in out and name in LIST_FIELDS:
-                out[name] = [*out[name], *values]
-            elif name not in out:  # the field's own name wins over an alias (order_by < sort)
-                out[name] = values if name in LIST_FIELDS or len(values) > 1 else values[0]
-        for name in LIST_FIELDS:
-            if name in out:
-                parts = split_list_param([str(v) for v in out[name]]) if name != "embedding" else _vector_parts(out[name])
-                out[name] = [p.strip() for p in parts] if name == "queries" else parts
-        for name in CHOICE_FIELDS:
-            if isinstance(out.get(name), str):
-                out[name] = out[name].strip().lower()
-        return out
-
-    @model_validator(mode="after")
-    def _collect_unknown(self) -> RecallQuery:
-        extra = self.__pydantic_extra__ or {}
-        self._unknown = sorted(k for k in extra if k not in IGNORED)
-        for k in list(extra):
-            del extra[k]
-        return self
-
     @field_validator("query")
     @classmethod
     def _strip(cls, value: str | None) -> str | None:
@@ -128,10 +94,6 @@ class RecallQuery(BaseModel):
         if value > 0:
             raise ValueError("offset > 0 is not supported by ranked recall: raise limit instead (or use GET /memory/by-tag)")
         return value
-
-    @property
-    def warnings(self) -> list[str]:
-        return [f"Unknown parameter '{name}' ignored" for name in self._unknown]
 
     def to_request(self, settings, *, dimension: int, now: datetime) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
@@ -163,11 +125,6 @@ class RecallQuery(BaseModel):
             adaptive_floor=self.adaptive_floor, auto_decompose=self.auto_decompose, scoring_profile=self.scoring_profile,
             warnings=self.warnings,
         )
-
-
-def _vector_parts(values: list[Any]) -> list[str]:
-    """`embedding=0.1,0.2` or `[0.1, 0.2]` or repeated parameters: one list of number strings."""
-    return [p.strip() for v in values for p in str(v).replace("[", "").replace("]", "").split(",") if p.strip()]
 
 
 class RecallResult(BaseModel):

@@ -89,8 +89,12 @@ class MemoryStore:
                 raise NotFound(f"Memory {memory_id} not found")
             source, vector, seq_no, term = found
             changes = compute(source)
-            doc = changes if vector is None or "embedding" in changes else {**changes, "embedding": vector}
-            action = {"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": doc, "if_seq_no": seq_no, "if_primary_term": term}
+            # The whole document, not a partial `doc` update: the engine deep-merges partial objects,
+            # and a PATCHed `metadata` must replace the stored one.
+            doc = {**source, **changes}
+            if "embedding" not in changes and vector is not None:
+                doc["embedding"] = vector
+            action = {"_op_type": "index", "_index": self.alias, "_id": memory_id, "_source": doc, "if_seq_no": seq_no, "if_primary_term": term}
             error = run_bulk(self.client, [action], what="update memory", refresh=self.refresh)[0]
             if error is None:
                 return source, changes

@@ -71,10 +71,10 @@ def test_limit_and_clamp(api, chain):
 @pytest.mark.parametrize(
     ("params", "fragment"),
     [
-        ({"max_depth": 4}, "between 1 and 3"),
-        ({"max_depth": 0}, "between 1 and 3"),
+        ({"max_depth": 4}, "max_depth: Input should be less than or equal to 3"),
+        ({"max_depth": 0}, "max_depth: Input should be greater than or equal to 1"),
         ({"max_depth": "deep"}, "integer"),
-        ({"limit": 0}, ">= 1"),
+        ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
         ({"relationship_types": "KNOWS"}, "Invalid relationship_types: KNOWS"),
     ],
 )

@@ -132,3 +132,9 @@ def test_delete_by_tag_beyond_65536_memories(api, os_client):
     assert (body["deleted_count"], body["matched_count"], body["edges_deleted"], body["supersessions_cleared"]) == (n, n, 1, 1)
     assert api.get("/health").json()["memory_count"] == 1
     assert "superseded_by" not in api.get(f"/memory/{survivor}").json()["memory"]
+
+
+def test_patch_replaces_nested_metadata(api):
+    mid = mem(api, "nested", metadata={"a": {"x": 1, "y": 2}, "keep": True})
+    assert api.patch(f"/memory/{mid}", json={"metadata": {"a": {"z": 3}}}).status_code == 200
+    assert api.get(f"/memory/{mid}").json()["memory"]["metadata"] == {"a": {"z": 3}}

@@ -11,6 +11,7 @@ from service.api.deps import ApiAuth
 from service.associations import success
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.relations import MAX_BATCH
+from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
 from service.schemas.graph import AssociateBatchResponse, AssociateResponse, association_body_schema
 from service.timeparse import utcnow
 
@@ -28,6 +29,7 @@ _EXAMPLES = {
     responses={
         201: {"model": AssociateResponse, "description": "Single: the edge; batch: every item succeeded (AssociateBatchResponse)"},
         207: {"model": AssociateBatchResponse, "description": "Batch: some items failed"},
+        **ERROR_RESPONSES, **NOT_FOUND,
     },
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": association_body_schema()}}}},
 )

@@ -12,7 +12,10 @@ from fastapi.responses import JSONResponse
 from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.api.responses import sanitize
 from service.errors import NotFound
-from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
+from service.schemas.errors import CONFLICT, ERROR_RESPONSES, NOT_FOUND
+from service.schemas.memory import (
+    BatchResponse, DeleteResponse, MemoryBatch, MemoryCreate, MemoryResponse, MemoryUpdate, StoreResponse, UpdateResponse,
+)
 from service.schemas.memory import valid_id
 from service.writes import DEFAULT_SUPERSEDE_TYPE
 
@@ -42,7 +45,7 @@ IdempotencyKey = Annotated[
 ]
 
 
-@router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True)
+@router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True, responses={**ERROR_RESPONSES, **NOT_FOUND, **CONFLICT})
 def store_memory(req: MemoryCreate, writer: WriterDep, idempotency_key: IdempotencyKey = None) -> StoreResponse:
     p = writer.create(req, idempotency_key)
     d = p.doc
@@ -53,7 +56,10 @@ def store_memory(req: MemoryCreate, writer: WriterDep, idempotency_key: Idempote
     )
 
 
-@router.post("/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True)
+@router.post(
+    "/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True,
+    responses={207: {"model": BatchResponse, "description": "Some items failed; `failed` names each one"}, **ERROR_RESPONSES},
+)
 def store_batch(req: MemoryBatch, writer: WriterDep, idempotency_key: IdempotencyKey = None):
     prepared, errors = writer.create_batch(req.memories, idempotency_key)
     warnings = [w for p in prepared for w in p.warnings] or None
@@ -65,7 +71,7 @@ def store_batch(req: MemoryBatch, writer: WriterDep, idempotency_key: Idempotenc
     return BatchResponse(memory_ids=ids, count=len(ids), warnings=warnings)
 
 
-@router.get("/memory/{memory_id}")
+@router.get("/memory/{memory_id}", response_model=MemoryResponse, response_model_exclude_unset=True, responses={**ERROR_RESPONSES, **NOT_FOUND})
 def get_memory(memory_id: str, store: StoreDep) -> dict:
     source = store.get(memory_id) if valid_id(memory_id) else None
     if source is None:
@@ -73,13 +79,13 @@ def get_memory(memory_id: str, store: StoreDep) -> dict:
     return {"status": "success", "memory": public_memory(memory_id, source)}
 
 
-@router.patch("/memory/{memory_id}")
+@router.patch("/memory/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True, responses={**ERROR_RESPONSES, **NOT_FOUND})
 def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep) -> dict:
     updated = writer.update(memory_id, req)
     return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
 
 
-@router.delete("/memory/{memory_id}")
+@router.delete("/memory/{memory_id}", response_model=DeleteResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
 def delete_memory(memory_id: str, writer: WriterDep) -> dict:
     writer.delete(memory_id)
     return {"status": "success", "memory_id": memory_id}
