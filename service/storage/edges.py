@@ -139,6 +139,13 @@ class EdgeStore:
             deleted += int(resp.get("deleted", 0))
         return deleted
 
+    def delete_matching(self, query: dict) -> int:
+        """Delete the edges of this bank matching `query` (enrichment replacing its own edges)."""
+        body = {"query": {"bool": {"filter": [{"term": {"bank": self.bank}}, query]}}}
+        with engine_errors("delete edges"):
+            resp = self.client.delete_by_query(index=self.alias, body=body, refresh=True, conflicts="proceed")
+        return int(resp.get("deleted", 0))
+
     # --- reads ----------------------------------------------------------------------------------
     def newest_per_memory(
         self, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0

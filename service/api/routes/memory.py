@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.routes.enrichment import ENRICHED_INPUTS, enqueue_written
 from service.errors import NotFound
 from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
 from service.writes import DEFAULT_SUPERSEDE_TYPE, valid_id
@@ -20,8 +21,9 @@ def public_memory(memory_id: str, source: dict) -> dict:
 
 
 @router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True)
-def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
+def store_memory(req: MemoryCreate, writer: WriterDep, request: Request) -> StoreResponse:
     p = writer.create(req)
+    enqueue_written(request, [p.memory_id])
     d = p.doc
     return StoreResponse(
         memory_id=p.memory_id, type=d["type"], confidence=d["confidence"], importance=d["importance"],
@@ -31,8 +33,9 @@ def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
 
 
 @router.post("/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True)
-def store_batch(req: MemoryBatch, writer: WriterDep):
+def store_batch(req: MemoryBatch, writer: WriterDep, request: Request):
     prepared, errors = writer.create_batch(req.memories)
+    enqueue_written(request, [None if err else p.memory_id for p, err in zip(prepared, errors)])
     warnings = [w for p in prepared for w in p.warnings] or None
     failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]
     ids = [None if err else p.memory_id for p, err in zip(prepared, errors)]
@@ -51,8 +54,10 @@ def get_memory(memory_id: str, store: StoreDep) -> dict:
 
 
 @router.patch("/memory/{memory_id}")
-def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep) -> dict:
+def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep, request: Request) -> dict:
     updated = writer.update(memory_id, req)
+    if ENRICHED_INPUTS & req.model_fields_set:
+        enqueue_written(request, [memory_id])
     return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
 
 
