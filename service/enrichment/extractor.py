@@ -41,7 +41,7 @@ MAJOR_CITY_POPULATION = 1_000_000
 
 _GAZETTEER_FILE = Path(__file__).with_name("gazetteer.json")
 _CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
-_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|[.'’&+#-](?=[A-Za-z0-9+#]))*[+#]*|&")
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
 _BOUNDARY = re.compile(r"[.!?;:\n\u2013\u2014(\[]\s*[\"“'(\[]*\s*$|(?:^|\s)-\s*$")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -213,7 +213,8 @@ class _Extraction:
         words[-1] = _bare(words[-1])
         initial = _sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
-        category = self.classify(words, initial, prev)
+        nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
+        category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev)
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
         if category == "projects" and words[-1].lower() in self.gaz.project_cues and len(words) > 1:
@@ -237,7 +238,7 @@ class _Extraction:
         first, last = words[0].lower(), words[-1].lower()
         n = len(words)
         if lowered in g.tools:
-            return "tools"
+            return None if initial and name in g.tools_capitalized else "tools"
         if lowered in g.organizations:
             return "organizations"
         if lowered in g.major_places:
@@ -289,6 +290,8 @@ _TECH_LOWER = frozenset({
 _NAME_FOLLOWERS = frozenset({
     "and", "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did", "does", "asked", "told",
     "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
+    "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
+    "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
 })
 
 @lru_cache(maxsize=8)
