@@ -191,7 +191,7 @@ def markdown(result: dict) -> str:
         extra = f" {row['recall@10_by_score']:.3f} | {row['recall@all']:.3f} |" if expanded else ""
         lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |{extra}")
     if expanded:
-        lines.append(f"\n{result['returned_mean']:.1f} results per recall on average (limit 10 + expanded ones appended after the seeds)")
+        lines.append(f"\n{result['returned_mean']:.1f} results per recall on average (expanded memories come after the `limit` seeds)")
     lat = result["latency_ms"]
     lines.append("")
     lines.append(
