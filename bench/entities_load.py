@@ -100,12 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         recall_latencies(http, queries[:20])  # warm-up
         result["idle"] = lat(recall_latencies(http, queries))
     print(f"idle recall: {result['idle']}", file=sys.stderr)
-    started = time.perf_counter()
     with LocalServer(TOKEN, prefix, enrichment_enabled=True, **common) as base, client(base) as http:
+        started = time.perf_counter()  # the service is up (model loaded); its worker resumes the pending memories
         done = wait_enriched(http, args.size, started)
         stats = done["status"]["stats"]
-        result["alone"] = {"seconds_from_start": done["seconds"], "memories_per_s": args.size / done["seconds"],
-                           "busy_memories_per_s": stats["memories_per_second"], "entities": stats["entities"],
+        result["alone"] = {"seconds": done["seconds"], "memories_per_s": args.size / done["seconds"],
+                           "memories_per_worker_second": stats["memories_per_worker_second"], "entities": stats["entities"],
                            "similar_edges": stats["similar_edges"], "preceded_edges": stats["preceded_edges"]}
         print(f"alone: {result['alone']}", file=sys.stderr)
         ids = [h["_id"] for h in engine.search(index=f"{prefix}-memories", body={"size": args.size, "_source": False})["hits"]["hits"]]

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         e = result["enrichment"]
         print(f"enrichment: {e['stats']['successes']} memories, {e['stats']['entities']} entities, "
               f"{e['stats']['similar_edges']} SIMILAR_TO and {e['stats']['preceded_edges']} PRECEDED_BY edges; "
-              f"done {e['wait_s']:.1f} s after ingest ({e['stats']['memories_per_second']} memories/s while busy)")
+              f"done {e['wait_s']:.1f} s after ingest ({e['stats']['memories_per_worker_second']} memories/s per busy worker thread)")
     print(f"\nwritten to {out}")
     return 0
 

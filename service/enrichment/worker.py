@@ -72,7 +72,8 @@ class EnrichmentStats:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["memories_per_second"] = round(self.successes / self.busy_seconds, 1) if self.busy_seconds else None
+        # Per worker thread: busy_seconds adds up the threads' busy time.
+        out["memories_per_worker_second"] = round(self.successes / self.busy_seconds, 1) if self.busy_seconds else None
         out["busy_seconds"] = round(self.busy_seconds, 3)
         return out
 
