@@ -8,6 +8,7 @@ are averaged over questions (see ../shared/data/README.md).
     python -m bench.locomo                       # default settings, in-process server on a free port
     python -m bench.locomo --param scoring_profile=automem
     python -m bench.locomo --url http://127.0.0.1:8001 --token $T   # a running service
+    python -m bench.locomo --enrichment --param expand_entities=true  # entities derived first
 
 Without --url the benchmark starts the service itself (uvicorn on 127.0.0.1, a free port) with
 INDEX_PREFIX=bench-locomo against OPENSEARCH_URL or the local node, so latencies include HTTP.
@@ -79,7 +80,7 @@ def percentile(values: list[float], p: float) -> float:
 class LocalServer:
     """The service under uvicorn in a background thread, so the benchmark speaks real HTTP."""
 
-    def __init__(self, token: str, prefix: str):
+    def __init__(self, token: str, prefix: str, **overrides):
         import uvicorn
 
         from service.config import Settings
@@ -87,7 +88,7 @@ class LocalServer:
         from service.main import create_app
 
         self.port = free_port()
-        settings = Settings(automem_api_token=token, index_prefix=prefix)
+        settings = Settings(automem_api_token=token, index_prefix=prefix, **overrides)
         config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -119,10 +120,31 @@ def ingest(client: httpx.Client, data: list[dict]) -> float:
     return len(memories) / (time.perf_counter() - started)
 
 
+def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
+    """Poll GET /enrichment/status until nothing is queued, in flight or pending in the engine."""
+    started = time.perf_counter()
+    with tqdm(desc="enrichment", unit="mem", file=sys.stderr) as bar:
+        while True:
+            status = client.get("/enrichment/status").json()
+            if status.get("status") != "running":
+                raise RuntimeError(f"enrichment is not running: {status}")
+            bar.n = status["stats"]["successes"]
+            bar.refresh()
+            if not (status["queue_size"] or status["inflight"] or status["pending"] or status["stored"]["pending"]):
+                return {"seconds": time.perf_counter() - started, "status": status}
+            if time.perf_counter() - started > timeout:
+                raise RuntimeError(f"enrichment did not finish in {timeout:.0f} s: {status}")
+            time.sleep(0.5)
+
+
 def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int) -> dict:
-    per_cat: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    """recall@5 / recall@10 of the results in the order returned; with graph expansion (which appends
+    expanded memories after the `limit` seeds) also recall@10 of all results re-sorted by final_score
+    and recall over everything returned."""
+    per_cat: dict[int, list[tuple[float, ...]]] = defaultdict(list)
     latencies: list[float] = []
     server_ms: list[float] = []
+    returned: list[int] = []
     questions = [(s["sample_id"], qa) for s in data for qa in s["qa"] if qa.get("category") in CATEGORIES]
     for sample_id, qa in tqdm(questions, desc="recall", unit="q", file=sys.stderr):
         wanted = evidence_ids(qa)
@@ -136,23 +158,24 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
             raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
         body = resp.json()
         server_ms.append(body.get("query_time_ms", 0.0))
-        got = [r["memory"].get("metadata", {}).get("dia_id") for r in body["results"]]
-        r5 = len(wanted & set(got[:5])) / len(wanted)
-        r10 = len(wanted & set(got[:10])) / len(wanted)
-        per_cat[qa["category"]].append((r5, r10))
-    rows = {}
-    everything = [x for v in per_cat.values() for x in v]
-    for cat, name in CATEGORIES.items():
-        vals = per_cat.get(cat, [])
-        if vals:
-            rows[name] = {"n": len(vals), "recall@5": statistics.mean(v[0] for v in vals), "recall@10": statistics.mean(v[1] for v in vals)}
-    rows["overall"] = {
-        "n": len(everything),
-        "recall@5": statistics.mean(v[0] for v in everything),
-        "recall@10": statistics.mean(v[1] for v in everything),
-    }
+        results = body["results"]
+        returned.append(len(results))
+        got = [r["memory"].get("metadata", {}).get("dia_id") for r in results]
+        by_score = [r["memory"].get("metadata", {}).get("dia_id") for r in sorted(results, key=lambda r: -r.get("final_score", 0.0))]
+        per_cat[qa["category"]].append((
+            len(wanted & set(got[:5])) / len(wanted), len(wanted & set(got[:10])) / len(wanted),
+            len(wanted & set(by_score[:10])) / len(wanted), len(wanted & set(got)) / len(wanted),
+        ))
+    names = ("recall@5", "recall@10", "recall@10_by_score", "recall@all")
+
+    def row(vals):
+        return {"n": len(vals), **{name: statistics.mean(v[i] for v in vals) for i, name in enumerate(names)}}
+
+    rows = {name: row(per_cat[cat]) for cat, name in CATEGORIES.items() if per_cat.get(cat)}
+    rows["overall"] = row([x for v in per_cat.values() for x in v])
     return {
         "quality": rows,
+        "returned_mean": statistics.mean(returned) if returned else 0.0,
         "latency_ms": {
             "client_p50": percentile(latencies, 50), "client_p95": percentile(latencies, 95),
             "server_p50": percentile(server_ms, 50), "server_p95": percentile(server_ms, 95),
@@ -161,9 +184,14 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
 
 
 def markdown(result: dict) -> str:
-    lines = ["| category | n | recall@5 | recall@10 |", "|---|---|---|---|"]
+    expanded = result.get("returned_mean", 0) > 10
+    head = "| category | n | recall@5 | recall@10 |" + (" recall@10 by final_score | recall over all returned |" if expanded else "")
+    lines = [head, "|---|---|---|---|" + ("---|---|" if expanded else "")]
     for name, row in result["quality"].items():
-        lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |")
+        extra = f" {row['recall@10_by_score']:.3f} | {row['recall@all']:.3f} |" if expanded else ""
+        lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |{extra}")
+    if expanded:
+        lines.append(f"\n{result['returned_mean']:.1f} results per recall on average (expanded memories come after the `limit` seeds)")
     lat = result["latency_ms"]
     lines.append("")
     lines.append(
@@ -183,16 +211,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-ingest", action="store_true", help="reuse memories stored by an earlier run")
     parser.add_argument("--out", type=Path, help="write the JSON result here (default bench/out/locomo-<label>.json)")
     parser.add_argument("--label", default=None, help="name of this run in the output")
+    parser.add_argument("--enrichment", action="store_true",
+                        help="run the in-process service with ENRICHMENT_ENABLED and wait for it after ingest (default: off, as the published figures)")
+    parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
     data = json.loads(args.data.read_text())
     label = args.label or ("-".join(f"{k}={v}" for k, v in params.items()) or "default")
+    if args.enrichment and not args.label:
+        label = f"enrichment-{label}"
 
     def run(url: str, token: str) -> dict:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
             rate = None if args.skip_ingest else ingest(client, data)
+            enrichment = wait_for_enrichment(client) if args.enrichment or args.wait_enrichment else None
             result = evaluate(client, data, params, 10)
             result["ingest_memories_per_s"] = rate
+            if enrichment:
+                stats = enrichment["status"]["stats"]
+                result["enrichment"] = {"wait_s": enrichment["seconds"], "stats": stats, "stored": enrichment["status"]["stored"]}
             return result
 
     if args.url:
@@ -201,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run(args.url, args.token)
     else:
         token = "bench-token"
-        with LocalServer(token, args.prefix) as url:
+        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment) as url:
             result = run(url, token)
     result.update(label=label, params=params, data=str(args.data))
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"
@@ -211,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(result))
     if result.get("ingest_memories_per_s"):
         print(f"ingest through POST /memory/batch: {result['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
+    if result.get("enrichment"):
+        e = result["enrichment"]
+        print(f"enrichment: {e['stats']['successes']} memories, {e['stats']['entities']} entities, "
+              f"{e['stats']['similar_edges']} SIMILAR_TO and {e['stats']['preceded_edges']} PRECEDED_BY edges; "
+              f"done {e['wait_s']:.1f} s after ingest ({e['stats']['memories_per_worker_second']} memories/s per busy worker thread)")
     print(f"\nwritten to {out}")
     return 0
 

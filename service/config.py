@@ -103,6 +103,18 @@ class Settings(BaseSettings):
     # update rewrites the memory's vector too. 0 rewrites on every recall.
     recall_access_resolution_seconds: float = Field(default=3600.0, ge=0)
 
+    # --- background enrichment (spec 003: Enrichment; names and defaults as AutoMem's config.py) ---
+    enrichment_enabled: bool = True  # false: no worker; new memories stay pending until it runs
+    enrichment_workers: int = Field(default=2, ge=1, le=16)  # worker threads (each takes batches)
+    enrichment_queue_size: int = Field(default=10_000, ge=1)  # bounded queue; overflow stays pending in the engine
+    enrichment_batch_size: int = Field(default=32, ge=1, le=500)  # memories read, searched and written together
+    enrichment_max_attempts: int = Field(default=3, ge=1)
+    enrichment_similarity_limit: int = Field(default=5, ge=0, le=50)  # SIMILAR_TO neighbours per memory
+    enrichment_similarity_threshold: float = Field(default=0.8, ge=-1.0, le=1.0)  # cosine
+    enrichment_idle_sleep_seconds: float = Field(default=2.0, gt=0)
+    enrichment_failure_backoff_seconds: float = Field(default=5.0, ge=0)
+    enrichment_reprocess_max: int = Field(default=1000, ge=1)  # ids per POST /enrichment/reprocess
+
     @field_validator("opensearch_url", "automem_api_token", "admin_api_token", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:

@@ -12,10 +12,11 @@ from service import __version__
 from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
-from service.api.routes import associate, by_tag, graph, health, memory, recall
+from service.api.routes import associate, by_tag, enrichment, graph, health, memory, recall
 from service.associations import AssociationService
 from service.config import Settings, get_settings
 from service.embedding import Embedder
+from service.enrichment.worker import EnrichmentWorker
 from service.errors import install_error_handlers
 from service.localnode import LocalNode
 from service.recall.pipeline import RecallService
@@ -88,10 +89,14 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
+        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges)  # on_event: wire to the event bus
+        if cfg.enrichment_enabled:
+            await anyio.to_thread.run_sync(state.enrichment.start)
         log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
         try:
             yield
         finally:
+            await anyio.to_thread.run_sync(state.enrichment.stop)
             client.close()
 
     app = FastAPI(
@@ -118,4 +123,5 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.include_router(associate.router)
     app.include_router(graph.router)
     app.include_router(recall.router)
+    app.include_router(enrichment.router)
     return app

@@ -43,6 +43,12 @@ _PATTERNS: dict[str, list[str]] = {
     "Context": [r"during", r"while working on", r"in the context of", r"when", r"at the time", r"situation was"],
 }
 _COMPILED = {t: [re.compile(p) for p in ps] for t, ps in _PATTERNS.items()}
+# Process-wide counters for GET /enrichment/status `classification` (AutoMem counts the same way).
+_COUNTS = {"pattern_classifications": 0, "fallbacks": 0}
+
+
+def classification_counts() -> dict[str, int]:
+    return dict(_COUNTS)
 
 
 def classify(content: str) -> tuple[str, float]:
@@ -55,5 +61,7 @@ def classify(content: str) -> tuple[str, float]:
     for mem_type, patterns in _COMPILED.items():
         hits = sum(1 for p in patterns if p.search(text))
         if hits:
+            _COUNTS["pattern_classifications"] += 1
             return mem_type, 0.6 if hits == 1 else min(0.95, 0.6 + hits * 0.1)
+    _COUNTS["fallbacks"] += 1
     return "Context", 0.3

@@ -81,7 +81,9 @@ def make_client(engine_url, embedder, os_client) -> Iterator[Callable[..., objec
 
     def factory(**overrides) -> TestClient:
         prefix = f"t{uuid.uuid4().hex[:10]}"
-        values = dict(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN)
+        # Background enrichment rewrites memories asynchronously; tests of other features run without it.
+        values = dict(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN,
+                      enrichment_enabled=False)
         values.update(overrides)
         settings = Settings(**values)
         client = TestClient(create_app(settings, embedder=embedder), raise_server_exceptions=False)

@@ -137,6 +137,12 @@ class EdgeStore:
         actions = [{"_op_type": "delete", "_index": self.alias, "_id": eid} for eid in dict.fromkeys(edge_ids)]
         if actions:
             deleted_count(self.client, actions, what="delete edges", refresh=self.refresh)
+    def delete_matching(self, query: dict) -> int:
+        """Delete the edges of this bank matching `query` (enrichment replacing its own edges)."""
+        body = {"query": {"bool": {"filter": [{"term": {"bank": self.bank}}, query]}}}
+        with engine_errors("delete edges"):
+            resp = self.client.delete_by_query(index=self.alias, body=body, refresh=True, conflicts="proceed")
+        return int(resp.get("deleted", 0))
 
     # --- reads ----------------------------------------------------------------------------------
     def newest_per_memory(

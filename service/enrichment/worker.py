@@ -1,0 +1,470 @@
+"""The background enrichment worker: a bounded in-process queue and ENRICHMENT_WORKERS threads.
+
+Each thread takes up to ENRICHMENT_BATCH_SIZE memories and, per batch: one search reads them
+(with versions and vectors), the extractor finds entities, one _msearch finds kNN neighbours
+(SIMILAR_TO), one _msearch finds each memory's neighbours in its sequence (PRECEDED_BY), one bulk
+writes the memories — each guarded by the version read (if_seq_no / if_primary_term), carrying
+its vector back — and one bulk writes the edges. A memory whose content changed meanwhile is not
+written (its stale result is dropped) and is enriched again from the new content.
+
+State lives on the memory (`enrichment.*`), so a restart resumes: at start-up, and whenever the
+queue runs dry after an overflow, one search fetches the pending memories, oldest first.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from service.config import Settings
+from service.enrichment import plan
+from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
+from service.memory_types import classification_counts
+from service.storage.edges import EdgeStore
+from service.storage.memories import VECTOR_SCRIPT, MemoryStore
+from service.timeparse import iso
+
+log = logging.getLogger("engram.enrichment")
+
+EventCallback = Callable[[str, dict], None]
+# A version conflict on commit (another write landed since the read) is re-planned this often.
+COMMIT_ROUNDS = 3
+# A start-up / backlog scan fetches at most this many pending ids (the engine's result window).
+SCAN_MAX = 10_000
+# An idle worker looks for pending memories this often even without a known backlog: the bulk
+# importer and other service replicas write memories this process was never told about.
+IDLE_SCAN_SECONDS = 60.0
+
+
+def _now() -> str:
+    return iso(datetime.now(timezone.utc))
+
+
+def _no_event(event_type: str, data: dict) -> None:
+    return None
+
+
+@dataclass
+class EnrichmentStats:
+    """AutoMem's EnrichmentStats fields, plus what an offline batch worker can also tell."""
+
+    processed_total: int = 0
+    successes: int = 0
+    failures: int = 0
+    last_success_id: str | None = None
+    last_success_at: str | None = None
+    last_error: str | None = None
+    last_error_at: str | None = None
+    skipped: int = 0  # already enriched for this content, or deleted
+    cancelled: int = 0  # content changed during the run: the stale result was dropped
+    conflicts_replanned: int = 0  # another write (not to the content) landed: planned again on the new version
+    dropped: int = 0  # queue full: left pending in the engine for a later scan
+    entities: int = 0
+    similar_edges: int = 0
+    preceded_edges: int = 0
+    busy_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        # Per worker thread: busy_seconds adds up the threads' busy time.
+        out["memories_per_worker_second"] = round(self.successes / self.busy_seconds, 1) if self.busy_seconds else None
+        out["busy_seconds"] = round(self.busy_seconds, 3)
+        return out
+
+
+@dataclass
+class _Job:
+    memory_id: str
+    attempt: int = 0
+    forced: bool = False
+    started: float = field(default=0.0)
+
+
+class EnrichmentWorker:
+    def __init__(self, settings: Settings, memories: MemoryStore, edges: EdgeStore, *,
+                 gazetteer: Gazetteer | None = None, on_event: EventCallback | None = None):
+        self.settings = settings
+        # Own store handles: the worker never waits for a refresh (it refreshes when it must).
+        self.memories = MemoryStore(memories.client, memories.alias, refresh="false", bank=memories.bank)
+        self.edges = EdgeStore(edges.client, edges.alias, refresh="false", bank=edges.bank)
+        self.gazetteer = gazetteer
+        self.on_event: EventCallback = on_event or _no_event
+        self.stats = EnrichmentStats()
+        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=settings.enrichment_queue_size)
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._inflight: set[str] = set()
+        self._forced: set[str] = set()
+        self._sequence_lock = threading.Lock()  # PRECEDED_BY planning + commit, one batch at a time
+        self._dirty = False  # enrichment writes not yet visible to searches
+        self._backlog = True  # pending memories may exist in the engine beyond the queue
+        self._last_scan = 0.0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._timers: set[threading.Timer] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.gazetteer is None:
+            self.gazetteer = load_gazetteer()
+        self._ensure_mapping()
+        self._stop.clear()
+        for n in range(self.settings.enrichment_workers):
+            thread = threading.Thread(target=self._run, name=f"enrichment-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info("enrichment worker started: %d threads, queue %d, batch %d",
+                 len(self._threads), self.settings.enrichment_queue_size, self.settings.enrichment_batch_size)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        for timer in list(self._timers):
+            timer.cancel()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads = []
+        log.info("enrichment worker stopped (%d queued memories stay pending in the engine)", self._queue.qsize())
+
+    @property
+    def running(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def _ensure_mapping(self) -> None:
+        """Indices created before enrichment existed get its fields (an additive mapping change)."""
+        from service.storage.bootstrap import load_template
+
+        props = load_template("memories")["template"]["mappings"]["properties"]["enrichment"]
+        self.memories.client.indices.put_mapping(index=self.memories.alias, body={"properties": {"enrichment": props}})
+
+    # --- queue ----------------------------------------------------------------------------------
+    def enqueue(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0) -> int:
+        """Queue memories (already-queued ones once); a full queue leaves the rest pending in the
+        engine, where the next scan finds them. Returns how many were queued."""
+        queued = 0
+        for memory_id in ids:
+            with self._lock:
+                if forced:
+                    self._forced.add(memory_id)
+                if memory_id in self._pending:
+                    continue
+                try:
+                    self._queue.put_nowait(_Job(memory_id, attempt, forced))
+                except queue.Full:
+                    self.stats.dropped += 1
+                    self._backlog = True
+                    continue
+                self._pending.add(memory_id)
+                queued += 1
+        return queued
+
+    def scan(self) -> int:
+        """Queue pending memories from the engine, oldest first, as many as the queue has room for."""
+        self._last_scan = time.monotonic()
+        room = min(SCAN_MAX, self._queue.maxsize - self._queue.qsize())
+        if room <= 0:
+            return 0
+        body = {"size": room, "_source": False, "query": plan.pending_query(self.memories.bank), "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
+        hits = self.memories.search(body)["hits"]["hits"]
+        with self._lock:
+            fresh = [h["_id"] for h in hits if h["_id"] not in self._pending and h["_id"] not in self._inflight]
+            self._backlog = len(hits) >= room
+        return self.enqueue(fresh)
+
+    def _take(self) -> list[_Job]:
+        try:
+            first = self._queue.get(timeout=self.settings.enrichment_idle_sleep_seconds)
+        except queue.Empty:
+            if (self._backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
+                try:
+                    self.scan()
+                except Exception:  # noqa: BLE001 - the engine may be down; try again when idle next
+                    log.warning("scan for pending memories failed", exc_info=True)
+            return []
+        jobs = [first]
+        while len(jobs) < self.settings.enrichment_batch_size:
+            try:
+                jobs.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        with self._lock:
+            for job in jobs:
+                self._pending.discard(job.memory_id)
+                self._inflight.add(job.memory_id)
+                job.forced = job.forced or job.memory_id in self._forced
+                self._forced.discard(job.memory_id)
+        return jobs
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            jobs = self._take()
+            if not jobs:
+                continue
+            started = time.perf_counter()
+            try:
+                self.process(jobs)
+            except Exception as exc:  # noqa: BLE001 - a failed batch must not end the thread
+                log.exception("enrichment batch of %d failed", len(jobs))
+                self._failed(jobs, exc)
+            finally:
+                with self._lock:
+                    self.stats.busy_seconds += time.perf_counter() - started
+                    for job in jobs:
+                        self._inflight.discard(job.memory_id)
+
+    # --- one batch ------------------------------------------------------------------------------
+    def process(self, jobs: Sequence[_Job]) -> None:
+        for job in jobs:
+            job.started = time.perf_counter()
+            self.on_event("enrichment.start", {"memory_id": job.memory_id, "attempt": job.attempt + 1})
+        by_id = {j.memory_id: j for j in jobs}
+        subjects = self.read(list(by_id))
+        todo = []
+        for job in jobs:
+            subject = subjects.get(job.memory_id)
+            if subject is None or (not job.forced and subject.up_to_date()):
+                if subject is not None and subject.source.get("updated_at") != subject.enrichment.get("source_updated_at"):
+                    self._note_seen(subject)
+                self._complete(job, skipped=True)
+                continue
+            todo.append(subject)
+        if not todo:
+            return
+        entities = {s.id: extract_entities(s.source.get("content") or "", self.gazetteer) for s in todo}
+        similar = self._similar(todo)
+        with self._sequence_lock:
+            self._commit(todo, by_id, entities, similar)
+
+    def read(self, ids: Sequence[str]) -> dict[str, plan.Subject]:
+        found = self._read(ids)
+        if len(found) < len(ids):  # written since the last refresh, or deleted
+            self.memories.refresh_now()
+            found.update(self._read([i for i in ids if i not in found]))
+        return found
+
+    def _read(self, ids: Sequence[str]) -> dict[str, plan.Subject]:
+        if not ids:
+            return {}
+        hits = self.memories.search(plan.read_body(self.memories.bank, ids, VECTOR_SCRIPT))["hits"]["hits"]
+        out = {}
+        for h in hits:
+            values = h.get("fields", {}).get("embedding") or [None]
+            vector = values[0] if isinstance(values[0], list) else (values if values[0] is not None else None)
+            out[h["_id"]] = plan.Subject(h["_id"], h["_source"], vector, h["_seq_no"], h["_primary_term"])
+        return out
+
+    def _similar(self, subjects: Sequence[plan.Subject]) -> dict[str, list[dict]]:
+        limit = self.settings.enrichment_similarity_limit
+        with_vectors = [s for s in subjects if s.vector]
+        if not limit or not with_vectors:
+            return {}
+        bodies = [plan.knn_body(self.memories.bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
+        responses = self.memories.msearch(bodies)
+        threshold = self.settings.enrichment_similarity_threshold
+        return {s.id: plan.similar_edges(s.id, r["hits"]["hits"], threshold, limit) for s, r in zip(with_vectors, responses)}
+
+    def _neighbours(self, subjects: Sequence[plan.Subject], exclude: Sequence[str]) -> tuple[dict, dict]:
+        bank = self.memories.bank
+        placed = [s for s in subjects if s.timestamp]
+        bodies = []
+        for s in placed:
+            bodies.append(plan.neighbour_body(bank, s.scope, s.timestamp, s.id, exclude, before=True))
+            bodies.append(plan.neighbour_body(bank, s.scope, s.timestamp, s.id, exclude, before=False))
+        responses = self.memories.msearch(bodies) if bodies else []
+        before: dict[str, plan.Member | None] = {}
+        after: dict[str, plan.Member | None] = {}
+        for n, s in enumerate(placed):
+            for side, resp in ((before, responses[2 * n]), (after, responses[2 * n + 1])):
+                hits = resp["hits"]["hits"]
+                side[s.id] = plan.Member(hits[0]["_id"], s.scope, hits[0]["_source"].get("timestamp")) if hits else None
+        return before, after
+
+    def _commit(self, subjects: list[plan.Subject], jobs: dict[str, _Job], entities: dict, similar: dict) -> None:
+        if self._dirty:
+            self.memories.refresh_now()  # the previous batch's scopes must be visible to this one
+            self._dirty = False
+        ids = [s.id for s in subjects]
+        before, after = self._neighbours(subjects, ids)
+        members = [plan.Member(s.id, s.scope, s.timestamp) for s in subjects if s.timestamp]
+        links, repoint = plan.plan_sequences(members, before, after)
+        preceded = dict(links)
+        committed: dict[str, plan.Subject] = {}
+        pending = list(subjects)
+        now = _now()
+        for _ in range(COMMIT_ROUNDS):
+            if not pending:
+                break
+            actions = []
+            for s in pending:
+                doc = plan.enriched_document(s, entities[s.id], now=now, attempts=jobs[s.id].attempt + 1, forced=jobs[s.id].forced,
+                                             similar=len(similar.get(s.id, ())) // 2, preceded_by=preceded.get(s.id))
+                if s.vector is not None:
+                    doc["embedding"] = s.vector
+                actions.append({"_op_type": "index", "_index": self.memories.alias, "_id": s.id, "_source": doc,
+                                "if_seq_no": s.seq_no, "if_primary_term": s.primary_term})
+            errors = self.memories.bulk(actions, "store enrichment", refresh="false")
+            self._dirty = True
+            conflicted = []
+            for s, error in zip(pending, errors):
+                if error is None:
+                    committed[s.id] = s
+                elif error.conflict:
+                    conflicted.append(s)
+                else:
+                    raise RuntimeError(f"storing enrichment of {s.id} failed: {error}")
+            pending = self._replan(conflicted, jobs) if conflicted else []
+        for s in pending:  # still conflicting after every round: try again later
+            self._retry(jobs[s.id], "the memory kept changing while it was enriched")
+        self._write_edges(subjects, committed, similar, links, repoint)
+        for s in committed.values():
+            found = entities[s.id]
+            with self._lock:
+                self.stats.entities += sum(len(v) for v in found.values())
+                self.stats.similar_edges += len(similar.get(s.id, ()))
+                self.stats.preceded_edges += int(s.id in preceded)
+            self._complete(jobs[s.id], skipped=False)
+
+    def _replan(self, conflicted: list[plan.Subject], jobs: dict[str, _Job]) -> list[plan.Subject]:
+        """Another write landed since the read: same inputs -> plan again on the new version;
+        changed content (or tags, scope, timestamp) -> drop the stale result and enrich again."""
+        fresh = self.read([s.id for s in conflicted])
+        again = []
+        for s in conflicted:
+            new = fresh.get(s.id)
+            if new is not None and new.fingerprint == s.fingerprint:
+                with self._lock:
+                    self.stats.conflicts_replanned += 1
+                again.append(plan.Subject(s.id, new.source, new.vector, new.seq_no, new.primary_term))
+                continue
+            with self._lock:
+                self.stats.cancelled += 1
+            job = jobs.pop(s.id)
+            elapsed = int((time.perf_counter() - job.started) * 1000)
+            self.on_event("enrichment.complete", {"memory_id": s.id, "success": False, "elapsed_ms": elapsed, "skipped": True, "cancelled": True})
+            if new is not None:
+                self._requeue(_Job(s.id, 0, job.forced))
+        return again
+
+    def _write_edges(self, subjects, committed, similar, links, repoint) -> None:
+        if not committed:
+            return
+        rerun = [s.id for s in committed.values() if s.enrichment.get("enriched_at")]
+        valid = set(committed) | {m for pair in links for m in pair if m not in {s.id for s in subjects}}
+        keep_links = [(a, b) for a, b in links if a in valid and b in valid]
+        repointed = [r for r in repoint if any(a == r for a, _ in keep_links)]
+        stale = plan.stale_edges_query(rerun, rerun + repointed)
+        if stale is not None:
+            self.edges.delete_matching(stale)
+        edges = [e for mid in committed for e in similar.get(mid, ())] + plan.preceded_edges(keep_links)
+        errors = self.edges.upsert_many(edges, _now())
+        failed = [e for e in errors if e]
+        if failed:
+            raise RuntimeError(f"{len(failed)} enrichment edges failed: {failed[0]}")
+
+    def _note_seen(self, subject: plan.Subject) -> None:
+        """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every
+        restart would pick it up again."""
+        self.memories.bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
+                             "doc": {"enrichment": {"source_updated_at": subject.source.get("updated_at")}}}],
+                           "record enrichment", refresh="false")
+
+    # --- outcomes -------------------------------------------------------------------------------
+    def _complete(self, job: _Job, *, skipped: bool) -> None:
+        elapsed = int((time.perf_counter() - job.started) * 1000)
+        with self._lock:
+            self.stats.processed_total += 1
+            if skipped:
+                self.stats.skipped += 1
+            else:
+                self.stats.successes += 1
+                self.stats.last_success_id = job.memory_id
+                self.stats.last_success_at = _now()
+        self.on_event("enrichment.complete", {"memory_id": job.memory_id, "success": True, "elapsed_ms": elapsed, "skipped": skipped})
+
+    def _failed(self, jobs: Sequence[_Job], exc: Exception) -> None:
+        for job in jobs:
+            if job.started == 0.0:
+                job.started = time.perf_counter()
+            self._retry(job, str(exc) or type(exc).__name__)
+
+    def _retry(self, job: _Job, error: str) -> None:
+        attempts = job.attempt + 1
+        will_retry = attempts < self.settings.enrichment_max_attempts
+        now = _now()
+        with self._lock:
+            self.stats.processed_total += 1
+            self.stats.failures += 1
+            self.stats.last_error, self.stats.last_error_at = error[:500], now
+        elapsed = int((time.perf_counter() - job.started) * 1000)
+        self.on_event("enrichment.failed", {"memory_id": job.memory_id, "error": error[:100], "attempt": attempts,
+                                            "elapsed_ms": elapsed, "will_retry": will_retry})
+        try:  # the state is recorded on the memory, so a restart knows too
+            current = self.memories.get(job.memory_id)
+            if current is not None:
+                state = plan.failure_state(current.get("enrichment"), attempts=attempts, error=error, now=now, final=not will_retry)
+                self.memories.bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
+                                   "record enrichment failure", refresh="false")
+        except Exception:  # noqa: BLE001 - the engine may be what failed; the memory stays pending
+            log.warning("could not record the enrichment failure of %s", job.memory_id, exc_info=True)
+        if will_retry:
+            self._requeue(_Job(job.memory_id, attempts, job.forced), delay=self.settings.enrichment_failure_backoff_seconds)
+        else:
+            log.error("giving up on enrichment of %s after %d attempts: %s", job.memory_id, attempts, error)
+
+    def _requeue(self, job: _Job, delay: float = 0.0) -> None:
+        if delay <= 0:
+            self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt)
+            return
+        timer = threading.Timer(delay, lambda: (self._timers.discard(timer), self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt)))
+        timer.daemon = True
+        self._timers.add(timer)
+        timer.start()
+
+    # --- reporting ------------------------------------------------------------------------------
+    def mark_pending(self, ids: Sequence[str]) -> None:
+        """POST /enrichment/reprocess: record the request on the memories (a restart keeps it)."""
+        actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": {"enrichment": {"status": plan.STATUS_PENDING, "forced": True}}}
+                   for mid in ids]
+        errors = self.memories.bulk(actions, "mark for enrichment", refresh="false")
+        failed = [e for e in errors if e]
+        if failed:
+            raise RuntimeError(f"marking {len(failed)} memories for enrichment failed: {failed[0]}")
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending and not self._inflight and self._queue.empty()
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            pending, inflight = len(self._pending), len(self._inflight)
+            stats = self.stats.to_dict()
+        resp = self.memories.search(plan.status_counts_body(self.memories.bank))
+        buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
+        counts = classification_counts()
+        return {
+            "status": "running" if self.running else "stopped",
+            "queue_size": self._queue.qsize(),
+            "queue_capacity": self._queue.maxsize,
+            "pending": pending,
+            "inflight": inflight,
+            "workers": self.settings.enrichment_workers,
+            "max_attempts": self.settings.enrichment_max_attempts,
+            "stored": {name: int(b.get("doc_count", 0)) for name, b in buckets.items()},
+            "stats": stats,
+            # Type classification runs on every write, by rules only: no language model is tried,
+            # so there are no LLM attempts, successes or fallbacks to one.
+            "classification": {
+                "llm_attempts": 0, "llm_successes": 0, "fallbacks": counts["fallbacks"],
+                "pattern_classifications": counts["pattern_classifications"], "last_error": None, "last_error_at": None,
+                "classifier": "rules",
+            },
+            # The quota circuit guards a paid extraction API; the extractor here is local, so it never opens.
+            "circuit": {"open": False, "circuit_open_skips": 0, "recoveries": 0},
+            "extractor": "rules+gazetteers",
+        }

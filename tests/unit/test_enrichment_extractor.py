@@ -1,0 +1,96 @@
+"""The rule-based entity extractor: a table of texts and the entities expected, on small word lists
+built in the test (the extractor is pure), plus the shipped lists on a few memories."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.enrichment.extractor import Gazetteer, entity_tags, extract_entities, load_gazetteer, slugify
+
+GAZ = Gazetteer.from_lists(
+    first_names=["Sarah", "Rachel", "Jon", "Mel", "Amy", "Ed", "Paris", "Hang", "Young", "Florence"],
+    last_names=["Connor", "Smith", "Bach"],
+    major_places=["Paris", "Sweden", "Rome"],
+    minor_places=["Florence", "Boulder"],
+    tools=["PostgreSQL", "MongoDB", "Docker", "Go", "Instagram", "Node.js", "AWS", "Outlook"],
+    tools_capitalized=["Go"],
+    organizations=["Google", "DoorDash", "NASA", "Target"],
+    organization_suffixes=["Inc", "University", "Hospital", "Activists"],
+    organization_prefixes=["University"],
+    place_suffixes=["Canyon", "Park"],
+    place_prefixes=["Lake"],
+    project_cues=["project", "repo"],
+    locative_cues=["in", "to", "from"],
+    tool_cues=["using", "via"],
+    common_words=["I", "I'm", "The", "Hey", "Thanks", "Wow", "We", "It", "Last", "Friday", "Fri", "Month", "May"],
+)
+
+TABLE = [
+    ("", {}),
+    ("   \n\t", {}),
+    ("Hey Mel, great to chat!", {"people": ["Mel"]}),
+    ("Thanks, Sarah Connor! See you.", {"people": ["Sarah Connor"]}),
+    ("I loved \"Becoming Nicole\" by Amy Ellis Nutt.", {"people": ["Amy Ellis Nutt"], "concepts": ["Becoming Nicole"]}),
+    ("Our group, 'Connected LGBTQ Activists', meets weekly.", {"organizations": ["Connected LGBTQ Activists"]}),
+    ("I went to an LGBTQ+ conference.", {"concepts": ["LGBTQ+"]}),
+    ("Paris?! That is really great Jon! Been only to Rome once.", {"people": ["Jon"], "places": ["Paris", "Rome"]}),
+    ("We chose PostgreSQL over MongoDB; deployed with docker on AWS.", {"tools": ["AWS", "docker", "MongoDB", "PostgreSQL"]}),
+    ("we rewrote it in Go last year, go figure", {"tools": ["Go"]}),
+    ("Go to bed.", {}),
+    ("Keep a positive outlook, and check Outlook later.", {"tools": ["Outlook"]}),
+    ("She works at Google; he left DoorDash for NASA.", {"organizations": ["DoorDash", "Google", "NASA"]}),
+    ("I bought it at target.", {}),
+    ("Kickoff for project Atlas and the Hermes repo.", {"projects": ["Atlas", "Hermes"]}),
+    ("She studies at University of Boulder.", {"organizations": ["University of Boulder"]}),
+    ("They enjoyed the Grand Canyon and Lake Tahoe.", {"places": ["Grand Canyon", "Lake Tahoe"]}),
+    ("We moved to Florence in May.", {"places": ["Florence"]}),
+    ("Florence said hi.", {"people": ["Florence"]}),
+    ("Hang in there! Young people are resilient.", {}),
+    ("Rachel works as a nurse at Mercy Hospital.", {"people": ["Rachel"], "organizations": ["Mercy Hospital"]}),
+    ("I like Bach and Mozart.", {"people": ["Bach"], "concepts": ["Mozart"]}),
+    ("Posting clips on Instagram and TikTok helps.", {"tools": ["Instagram", "TikTok"]}),
+    ("Oliver's hilarious, said Ed Sheeran's fan.", {"people": ["Ed Sheeran"]}),
+    ("Last Fri I met Sarah.", {"people": ["Sarah"]}),
+    ("Zoë met José in Zürich", {"concepts": ["José", "Zürich"]}),  # an unknown first word says nothing
+    ("lone \ud800 surrogate, Sarah \udfff too", {"people": ["Sarah"]}),
+    ("A B C D E F G H are letters", {}),
+]
+
+
+@pytest.mark.parametrize("text, expected", TABLE, ids=[t[:30] or "empty" for t, _ in TABLE])
+def test_extract_table(text, expected):
+    assert extract_entities(text, GAZ) == expected
+
+
+def test_non_text_and_huge_inputs():
+    assert extract_entities(None, GAZ) == {}  # type: ignore[arg-type]
+    assert extract_entities(12, GAZ) == {}  # type: ignore[arg-type]
+    huge = "Sarah said hi. " * 5000  # 75,000 characters: only the first MAX_TEXT are read
+    assert extract_entities(huge, GAZ) == {"people": ["Sarah"]}
+
+
+def test_slug_and_tags():
+    assert slugify("Sarah Connor") == "sarah-connor"
+    assert slugify("Zürich") == "zurich"
+    assert slugify("LGBTQ+") == "lgbtq"
+    assert slugify("Charlotte's Web") == "charlotte-s-web"  # AutoMem's slug: every non-alphanumeric run is '-'
+    assert slugify("北京") == ""
+    entities = {"tools": ["Node.js"], "people": ["Sarah Connor", "sarah  connor"], "concepts": ["北京"]}
+    assert entity_tags(entities) == ["entity:people:sarah-connor", "entity:tools:node-js"]
+
+
+def test_input_is_not_mutated_and_result_is_sorted():
+    text = "Jon met Amy in Rome and Paris."
+    assert extract_entities(text, GAZ) == {"people": ["Amy", "Jon"], "places": ["Paris", "Rome"]}
+    assert text == "Jon met Amy in Rome and Paris."
+
+
+def test_shipped_lists_on_agent_memories():
+    gaz = load_gazetteer()
+    assert len(gaz.first_names) > 4000 and "paris" in gaz.major_places and "sweden" in gaz.major_places
+    assert extract_entities("Decided with Priya Patel to move the Falcon project from MySQL to PostgreSQL on Kubernetes.", gaz) == {
+        "people": ["Priya Patel"], "tools": ["Kubernetes", "MySQL", "PostgreSQL"], "projects": ["Falcon"],
+    }
+    assert extract_entities("Caroline has lived in Stockholm, Sweden since she joined Spotify.", gaz) == {
+        "people": ["Caroline"], "places": ["Stockholm", "Sweden"], "tools": ["Spotify"],
+    }
