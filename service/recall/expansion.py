@@ -115,7 +115,7 @@ def source_with_cosine(hit: dict) -> dict:
     """The hit's source, carrying its script-field cosine (if any) under COSINE_KEY."""
     source = hit["_source"]
     cosine = hit.get("fields", {}).get("cosine")
-    if cosine:
+    if cosine and cosine[0] is not None:
         source[COSINE_KEY] = float(cosine[0])
     return source
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from service.recall.state import active_must_not, candidate_must_not
 from service.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
@@ -21,8 +22,9 @@ MAX_QUERY_TOKENS = 64
 MAX_TOKEN_CHARS = 40
 # What the standard tokenizer makes one token of: a run of word characters, or one CJK character.
 _TOKENS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-# k-NN's painless extension; the result is the plain cosine in [-1, 1].
-COSINE_SCRIPT = "cosineSimilarity(params.query_value, doc['embedding'])"
+# k-NN's painless extension; the result is the plain cosine in [-1, 1], or null for a memory stored
+# without a vector (without the guard, one such hit fails its whole arm).
+COSINE_SCRIPT = "if (doc['embedding'].size() == 0) { return null; } return cosineSimilarity(params.query_value, doc['embedding']);"
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,40 @@ def lexical_text(query: str) -> str:
         if len(kept) >= MAX_QUERY_TOKENS:
             break
     return " ".join(kept)
+
+
+def recall_filter(req, at: datetime, excluded_types: Sequence[str]) -> RecallFilter:
+    """The filter every arm of `req` shares. In current mode not-yet-valid and expired memories never
+    reach a page (graph.current_state); superseded ones do, so their chain's head can take their place.
+    state_debug moves the validity rules to Python so each suppression is named."""
+    must_not = tuple(candidate_must_not(at, in_python=req.state_debug)) if req.state_mode == "current" else ()
+    return RecallFilter(
+        bank=req.bank, tags=tuple(req.tags), tag_mode=req.tag_mode, tag_match=req.tag_match, exclude_tags=tuple(req.exclude_tags),
+        start=req.window.start if req.window else None, end=req.window.end if req.window else None,
+        excluded_types=tuple(excluded_types), extra_must_not=must_not,
+    )
+
+
+def fallback_filter(f: RecallFilter) -> dict:
+    """scope_fallback fills: every filter but the tag scope, and never an in-scope memory (those are in
+    scope by definition: already returned, or dropped by a score filter)."""
+    unscoped = filter_clauses(f, scoped=False)
+    unscoped["bool"]["must_not"] = unscoped["bool"]["must_not"] + tag_clauses(f.tags, "any", f.tag_match)
+    return unscoped
+
+
+def strictly_current(flt: dict, at: datetime) -> dict:
+    """`flt`, and valid, not expired, not superseded at `at`: chain heads and expanded memories."""
+    return {"bool": {"filter": [flt], "must_not": active_must_not(at)}}
+
+
+def heads_query(ids: Sequence[str], bank: str, head_filter: dict, vector: Sequence[float] | None) -> dict:
+    """The next memories of supersession chains; the named query `head` tells which may be returned."""
+    query = {"bool": {
+        "filter": [{"term": {"bank": bank}}, {"ids": {"values": list(ids)}}],
+        "should": [{"bool": {"filter": [head_filter], "_name": "head"}}],
+    }}
+    return with_cosine({"size": len(ids), "_source": SOURCE, "query": query}, vector)
 
 
 def bm25_query(query: str) -> dict:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scoring.rerank import Candidate, ScoredCandidate
+from scoring.rerank import ScoredCandidate
 from service.timeparse import stored_datetime
 
 # spec 000: "Resolution is bounded at 5 hops and is cycle-safe."
@@ -31,8 +31,9 @@ RESOLVED, CYCLE, TOO_LONG, MISSING, INACTIVE = "resolved", "cycle", "too_long", 
 # lookup(ids) -> {id: (source, passes)}: `passes` = the memory may be returned (the request's filters
 # and strictly current). Ids that do not exist are simply absent.
 Lookup = Callable[[list[str]], Mapping[str, tuple[dict, bool]]]
-# make_candidate(id, source, match_type) -> a scoring Candidate for a memory the arms did not return.
-MakeCandidate = Callable[[str, dict, str], Candidate]
+# rescore(head id, head source, replaced) -> the head as a result in the replaced memory's place: its
+# final_score is the replaced one's (its rank), its components its own.
+Rescore = Callable[[str, dict, ScoredCandidate], ScoredCandidate]
 
 
 # --- the filter clauses ------------------------------------------------------------------------
@@ -176,7 +177,7 @@ def apply_current_state(
     sources: Mapping[str, dict],
     at: datetime,
     lookup: Lookup,
-    make_candidate: MakeCandidate,
+    rescore: Rescore,
     max_hops: int = MAX_HOPS,
     page: int | None = None,
 ) -> StateOutcome:
@@ -187,9 +188,9 @@ def apply_current_state(
     memories above them — so the usual recall makes no lookup at all. Those further down are
     suppressed without a replacement (and without a request).
 
-    The head carries the suppressed memory's score and components (AutoMem recall.py
-    `_apply_current_state_filter`), `match_type: "state_replacement"`, `state_replaces` and a relation
-    whose `from` is the suppressed memory. A head already in the list is not repeated. A superseded
+    The head takes the suppressed memory's place — its final score, as AutoMem recall.py
+    `_apply_current_state_filter` does — but reports its own score components (`rescore`), with
+    `match_type: "state_replacement"`, `state_replaces` and a relation whose `from` is the suppressed memory. A head already in the list is not repeated. A superseded
     memory reports the reason "superseded" even when it also expired (a supersede sets t_invalid).
     """
     reasons: dict[str, str] = {}
@@ -234,7 +235,7 @@ def apply_current_state(
                     if position.get(chain.head, -1) > i:
                         moved.add(chain.head)
                     placed.add(chain.head)
-                    out.ranked.append(_replacement(s, chain, resolution.sources[chain.head], make_candidate, out))
+                    out.ranked.append(_replacement(s, chain, resolution.sources[chain.head], rescore, out))
         out.suppressed.append(item)
     return out
 
@@ -254,7 +255,7 @@ def _reaching(ranked: Sequence[ScoredCandidate], reasons: Mapping[str, str], sta
     return reaching
 
 
-def _replacement(s: ScoredCandidate, chain: Chain, source: dict, make_candidate: MakeCandidate, out: StateOutcome) -> ScoredCandidate:
+def _replacement(s: ScoredCandidate, chain: Chain, source: dict, rescore: Rescore, out: StateOutcome) -> ScoredCandidate:
     head = chain.head
     assert head is not None
     relation = {"type": chain.entry.get("type"), "strength": chain.entry.get("strength"), "from": chain.start}
@@ -262,6 +263,4 @@ def _replacement(s: ScoredCandidate, chain: Chain, source: dict, make_candidate:
         relation["hops"] = len(chain.path)
     out.replacements.append({"id": head, "replaces_id": chain.start, "relation_type": chain.entry.get("type"), "hops": len(chain.path)})
     out.extras[head] = {"source": source, "state_replaces": chain.start, "relations": [relation]}
-    return ScoredCandidate(
-        candidate=make_candidate(head, source, STATE_REPLACEMENT), final_score=s.final_score, components=dict(s.components)
-    )
+    return rescore(head, source, s)

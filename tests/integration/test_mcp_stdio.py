@@ -47,7 +47,7 @@ def engram(engine_url, embedder, os_client):
     from service.main import create_app
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
-    settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, write_refresh="true")
+    settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, write_refresh="true", enrichment_enabled=False)
     with serve(create_app(settings, embedder=embedder)) as url:
         yield Engram(url, embedder.dimension)
     os_client.indices.delete(index=f"{prefix}-*", ignore=[404])

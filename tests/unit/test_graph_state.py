@@ -119,16 +119,18 @@ def scored(mid, score, match="vector"):
     return ScoredCandidate(Candidate(id=mid, content=mid, match_type=match), score, {"vector": score})
 
 
-def make(mid, source, match):
-    return Candidate(id=mid, content=source.get("content", mid), match_type=match)
+def make(mid, source, replaced):
+    """The pipeline's rescore: the head in the replaced memory's place, with components of its own."""
+    head = Candidate(id=mid, content=source.get("content", mid), match_type=state.STATE_REPLACEMENT)
+    return ScoredCandidate(head, replaced.final_score, {"vector": 0.123})
 
 
-def test_head_takes_the_suppressed_memorys_place_with_its_score():
+def test_head_takes_the_suppressed_memorys_place_with_its_own_components():
     ranked = [scored("a", 0.9), scored("k", 0.5), scored("old", 0.4)]
     sources = {"a": {"supersessions": [sup("b", strength=0.8)]}, "k": {}, "old": {"t_invalid": PAST}}
     out = state.apply_current_state(ranked, sources, AT, Store({"b": {"content": "new"}}), make)
     assert [(s.candidate.id, s.final_score, s.candidate.match_type) for s in out.ranked] == [("b", 0.9, "state_replacement"), ("k", 0.5, "vector")]
-    assert out.ranked[0].components == {"vector": 0.9}
+    assert out.ranked[0].components == {"vector": 0.123}  # the head's own, not the suppressed memory's
     assert out.extras["b"] == {"source": {"content": "new"}, "state_replaces": "a", "relations": [{"type": "EVOLVED_INTO", "strength": 0.8, "from": "a"}]}
     assert out.suppressed == [
         {"id": "a", "reason": "superseded", "relation_type": "EVOLVED_INTO", "replacement_id": "b"},

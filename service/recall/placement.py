@@ -1,0 +1,83 @@
+"""Placement: where scored candidates land on the page. Pure functions over ranked lists.
+
+After scoring: scope_fallback fills go after every scoped result; context anchors are injected
+when no result matches the context profile; priority ids go first; then the score floors
+(min_score, adaptive floor). After the graph stages: the relative-recency re-rank and time sorts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from scoring.context import ContextProfile, matches_profile
+from scoring.floors import apply_score_filter, recency_bias
+from scoring.rerank import ScoredCandidate
+
+
+def priority_first(items: Sequence[ScoredCandidate], ids: Collection[str]) -> list[ScoredCandidate]:
+    """priority_ids go first (spec 000), in their ranked order; a stable partition."""
+    if not ids:
+        return list(items)
+    wanted = set(ids)
+    return [s for s in items if s.candidate.id in wanted] + [s for s in items if s.candidate.id not in wanted]
+
+
+def matches(profile: ContextProfile | None, s: ScoredCandidate) -> bool:
+    c = s.candidate
+    return matches_profile(profile, memory_id=c.id, tags=c.tags, type=c.type)
+
+
+def place_anchors(
+    scoped: Sequence[ScoredCandidate], anchor_only: Collection[str], anchors: Collection[str], profile: ContextProfile | None, limit: int,
+) -> tuple[list[ScoredCandidate], bool]:
+    """spec 000 "guarantee at least one anchor memory": when none of the first `limit` results matches the
+    context profile, up to min(limit, 3) anchors go first. Memories only the anchor arm found are
+    dropped otherwise. Returns (ranked, injected)."""
+    rest = [s for s in scoped if s.candidate.id not in anchor_only]
+    if anchors and not any(matches(profile, s) for s in rest[:limit]):
+        picked = [s for s in scoped if s.candidate.id in anchors][: max(1, min(limit, 3))]
+        taken = {s.candidate.id for s in picked}
+        return picked + [s for s in rest if s.candidate.id not in taken], bool(picked)
+    return rest, False
+
+
+@dataclass
+class Placement:
+    ranked: list[ScoredCandidate]  # scoped results (floored), then fallback fills
+    score_filter: dict | None
+    injected: bool
+
+
+def place(
+    ranked: Sequence[ScoredCandidate], *, fallback_ids: Collection[str], anchor_only: Collection[str], anchors: Collection[str],
+    profile: ContextProfile | None, priority_ids: Sequence[str], limit: int, sort: str, has_query: bool,
+    min_score: float, adaptive_floor: bool,
+) -> Placement:
+    scoped = [s for s in ranked if s.candidate.id not in fallback_ids]
+    fills = [s for s in ranked if s.candidate.id in fallback_ids]
+    scoped, injected = place_anchors(scoped, anchor_only, anchors, profile, limit)
+    scoped = priority_first(scoped, priority_ids)
+    score_filter = None
+    if sort == "score" and has_query:
+        scoped, score_filter = apply_score_filter(scoped, min_score, adaptive_floor)
+        scoped = priority_first(scoped, priority_ids)  # the floor re-sorts
+    elif min_score > 0:
+        scoped, score_filter = apply_score_filter(scoped, min_score, False)
+    return Placement(scoped + [s for s in fills if s.final_score >= min_score], score_filter, injected)
+
+
+def recency_rerank(items: Sequence[ScoredCandidate], weight: float, fallback_ids: Collection[str], priority_ids: Sequence[str]) -> list[ScoredCandidate]:
+    """recency_bias (spec 003): the scoped results re-ranked by relative recency; fills stay last."""
+    scoped = recency_bias([s for s in items if s.candidate.id not in fallback_ids], weight)
+    return priority_first(scoped + [s for s in items if s.candidate.id in fallback_ids], priority_ids)
+
+
+def sort_by_time(items: Sequence[ScoredCandidate], sort: str) -> list[ScoredCandidate]:
+    """time_* / updated_*: by coalesce(updated_at, timestamp) (spec 000 "Time-Based Sorting"); undated last."""
+    def moment(s: ScoredCandidate):
+        return s.candidate.updated_at or s.candidate.timestamp
+
+    dated = [s for s in items if moment(s)]
+    undated = [s for s in items if not moment(s)]
+    return sorted(dated, key=lambda s: moment(s).timestamp(), reverse=sort.endswith("_desc")) + undated

@@ -1,0 +1,172 @@
+"""Retrieval: the arms of one query, one `_msearch`, the answers parsed into scoring candidates.
+
+`plan_arms` (pure) decides the arms from the request: filtered kNN, BM25 over content and tags
+(always, beside kNN), the metadata sidecar, trending (no query), priority ids, context anchors,
+the unscoped scope_fallback fill, and size-0 document counts for IDF. `parse_responses` (pure)
+merges the hits by id. The one I/O step is `MemoryStore.msearch`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scoring.components import cosine_from_lucene
+from scoring.context import ContextProfile
+from scoring.keywords import topic_keywords
+from scoring.rerank import Candidate
+from service.recall import queries as Q
+from service.recall.request import RecallRequest
+from service.tags import hierarchy_key
+from service.timeparse import stored_datetime
+
+# The keyword arm digs deeper than the limit so every plausible lexical candidate is re-ranked.
+KEYWORD_ARM_MIN = 50
+# Tag-scoped queries widen the vector pool (spec 000 "Vector Candidate Over-fetch"), still capped.
+TAG_SCOPE_WIDEN = 2
+COUNT_ARM = "count"
+DF_PREFIX = "df:"
+# Arms that only contribute when nothing else does (ordering of match types, first wins).
+MATCH_ORDER = ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback")
+
+
+@dataclass
+class Hit:
+    """One memory as the arms saw it, before it becomes a scoring Candidate."""
+
+    id: str
+    source: dict
+    cosine: float | None = None
+    bm25: float | None = None
+    arms: set[str] = field(default_factory=set)
+
+    def absorb(self, hit: dict, arm: str) -> None:
+        score = hit.get("_score")
+        self.arms.add(arm)
+        cosine = hit.get("fields", {}).get("cosine")
+        if cosine and cosine[0] is not None:  # the arm's script field (queries.with_cosine)
+            self.cosine = float(cosine[0])
+        if arm in ("vector", "fallback") and score is not None:
+            self.cosine = cosine_from_lucene(score)
+        elif arm == "keyword" and score is not None:
+            self.bm25 = float(score)
+
+    @property
+    def only_fallback(self) -> bool:
+        return self.arms == {"fallback"}
+
+    @property
+    def only_anchor(self) -> bool:
+        return self.arms == {"anchor"}
+
+    def match_type(self, default: str) -> str:
+        for arm in MATCH_ORDER:
+            if arm in self.arms:
+                return {"priority": "priority_id", "anchor": default, "fallback": "vector", "trending": default}.get(arm, arm)
+        return default
+
+    def candidate(self, default_match: str) -> Candidate:
+        s = self.source
+        return Candidate(
+            id=self.id,
+            content=s.get("content", ""),
+            tags=tuple(s.get("tags") or ()),
+            type=s.get("type"),
+            importance=s.get("importance"),
+            confidence=s.get("confidence"),
+            relevance_score=s.get("relevance_score"),
+            timestamp=stored_datetime(s.get("timestamp")),
+            updated_at=stored_datetime(s.get("updated_at")),
+            metadata=s.get("metadata") or {},
+            vector_cosine=self.cosine,
+            bm25=self.bm25,
+            in_vector_arm="vector" in self.arms or "fallback" in self.arms,
+            in_keyword_arm="keyword" in self.arms,
+            in_metadata_arm="metadata" in self.arms,
+            match_type=self.match_type(default_match),
+        )
+
+
+def fetch_k(limit: int, scoped: bool, overfetch: int, cap: int) -> int:
+    """spec 000 "Vector Candidate Over-fetch": max(limit, min(limit x overfetch, cap)), widened when scoped."""
+    k = max(limit, min(limit * overfetch, cap))
+    if scoped:
+        k = max(k, min(k * TAG_SCOPE_WIDEN, cap))
+    return k
+
+
+@dataclass(frozen=True)
+class ArmOptions:
+    """The settings the arms depend on (RECALL_VECTOR_OVERFETCH, RECALL_VECTOR_FETCH_CAP, ...)."""
+
+    overfetch: int
+    fetch_cap: int
+    metadata_search: bool
+    idf: bool  # the engram profile's IDF-weighted keyword share needs document counts
+
+
+def plan_arms(
+    req: RecallRequest, flt_spec: Q.RecallFilter, *, text: str | None, lexical: str | None, keywords: Sequence[str],
+    vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
+) -> list[tuple[str, dict]]:
+    flt = Q.filter_clauses(flt_spec)
+    scoped = bool(req.tags)
+    arms: list[tuple[str, dict]] = []
+    k = fetch_k(limit, scoped, options.overfetch, options.fetch_cap)
+    if vector is not None:
+        arms.append(("vector", Q.knn_arm(vector, k, flt)))
+    if text and lexical:
+        arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
+        if options.metadata_search:
+            arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
+    if vector is None and not text:
+        arms.append(("trending", Q.trending_arm(max(limit, 1), flt, req.sort)))
+    if req.priority_ids:
+        arms.append(("priority", Q.with_cosine(Q.ids_arm(req.priority_ids, flt), vector)))
+    if profile is not None and profile.require_injection:
+        anchor = Q.anchor_arm(max(1, min(limit, 3)), flt, [hierarchy_key(t) for t in profile.context_tags], profile.context_types)
+        if anchor:
+            arms.append(("anchor", Q.with_cosine(anchor, vector)))
+    if req.scope_fallback and scoped and vector is not None:
+        arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), Q.fallback_filter(flt_spec))))
+    if options.idf and text and keywords:
+        arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))
+        arms += [(f"{DF_PREFIX}{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]
+    return arms
+
+
+@dataclass
+class Retrieved:
+    hits: dict[str, Hit] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    pool_size: int | None = None  # vector candidates in scope (spec 000 tag_scope.pool_size_hint)
+
+    @property
+    def fallback_ids(self) -> set[str]:
+        return {mid for mid, h in self.hits.items() if h.only_fallback}
+
+    def idf(self, keywords: Sequence[str]) -> dict[str, float]:
+        """BM25's IDF of each topic keyword in scope, from the count arms: log(1 + (N - df + 0.5) / (df + 0.5))."""
+        n = self.counts.get(COUNT_ARM, 0)
+        out = {}
+        for kw in topic_keywords(keywords):
+            df = self.counts.get(f"{DF_PREFIX}{kw}", 0)
+            out[kw] = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if n else 0.0
+        return out
+
+
+def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict]) -> Retrieved:
+    out = Retrieved()
+    for (arm, _), resp in zip(arms, responses):
+        if arm == COUNT_ARM or arm.startswith(DF_PREFIX):
+            out.counts[arm] = int(resp["hits"]["total"]["value"])
+            continue
+        if arm == "vector":
+            out.pool_size = len(resp["hits"]["hits"])
+        for h in resp["hits"]["hits"]:
+            hit = out.hits.get(h["_id"])
+            if hit is None:
+                hit = out.hits[h["_id"]] = Hit(h["_id"], h.get("_source") or {})
+            hit.absorb(h, arm)
+    return out
