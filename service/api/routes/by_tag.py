@@ -10,6 +10,7 @@ from service.api.routes.memory import public_memory
 from service.errors import BadRequest
 from service.schemas.graph import ByTagResponse, DeleteByTagResponse
 from service.storage.memories import BY_TAG_SORT, by_tags_query
+from service.stream.emit import EmitDep
 from service.tags import split_list_param
 from service.writes import utcnow
 
@@ -60,8 +61,9 @@ def memories_by_tag(request: Request, store: StoreDep) -> dict:
 
 
 @router.delete("/memory/by-tag", response_model=DeleteByTagResponse)
-def delete_by_tag(request: Request, writer: WriterDep) -> dict:
+def delete_by_tag(request: Request, writer: WriterDep, emit: EmitDep) -> dict:
     """Delete every memory carrying any of `tags`, with their edges."""
     tags = _tags(request)
     deleted, edges = writer.delete_by_tags(tags)
+    emit.deleted_by_tag(tags, deleted, edges)
     return {"status": "success", "tags": tags, "deleted_count": deleted, "edges_deleted": edges}

@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.errors import NotFound
 from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
+from service.stream.emit import EmitDep
 from service.writes import DEFAULT_SUPERSEDE_TYPE, valid_id
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
@@ -20,8 +21,9 @@ def public_memory(memory_id: str, source: dict) -> dict:
 
 
 @router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True)
-def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
+def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep) -> StoreResponse:
     p = writer.create(req)
+    emit.stored(p, req)
     d = p.doc
     return StoreResponse(
         memory_id=p.memory_id, type=d["type"], confidence=d["confidence"], importance=d["importance"],
@@ -31,8 +33,9 @@ def store_memory(req: MemoryCreate, writer: WriterDep) -> StoreResponse:
 
 
 @router.post("/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True)
-def store_batch(req: MemoryBatch, writer: WriterDep):
+def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep):
     prepared, errors = writer.create_batch(req.memories)
+    emit.stored_batch(prepared, errors)
     warnings = [w for p in prepared for w in p.warnings] or None
     failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]
     ids = [None if err else p.memory_id for p, err in zip(prepared, errors)]
@@ -51,12 +54,14 @@ def get_memory(memory_id: str, store: StoreDep) -> dict:
 
 
 @router.patch("/memory/{memory_id}")
-def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep) -> dict:
+def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep, emit: EmitDep) -> dict:
     updated = writer.update(memory_id, req)
+    emit.updated(memory_id, updated, req)
     return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
 
 
 @router.delete("/memory/{memory_id}")
-def delete_memory(memory_id: str, writer: WriterDep) -> dict:
+def delete_memory(memory_id: str, writer: WriterDep, emit: EmitDep) -> dict:
     writer.delete(memory_id)
+    emit.deleted(memory_id)
     return {"status": "success", "memory_id": memory_id}
