@@ -75,4 +75,6 @@ def configure_logging(level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The engine client logs every request at INFO ("POST /x/_search [status:200 ...]"): debug noise.
+    logging.getLogger("opensearch").setLevel(max(logging.WARNING, root.level))
     redact_access_log()

@@ -70,6 +70,15 @@ class HistoryStore:
                     pass  # another replica created it first: read theirs
         raise EngineUnavailable("consolidation control document could not be read or created")
 
+    def peek(self, now: datetime) -> dict[str, Any]:
+        """The control document without creating it: a missing one reads as a schedule that starts now
+        (what `control` would create), so reading the status never writes."""
+        with engine_errors("read consolidation control"):
+            got = self.client.get(index=self.alias, id=self.control_id, ignore=[404])
+        if got.get("found"):
+            return got["_source"]
+        return {"kind": "control", "bank": self.bank, **{f: iso(now) for f in LAST_RUN.values()}}
+
     @staticmethod
     def last_runs(doc: dict[str, Any]) -> dict[str, datetime | None]:
         return {task: stored_datetime(doc.get(field)) for task, field in LAST_RUN.items()}
@@ -86,11 +95,11 @@ class HistoryStore:
                 return False
         return True
 
-    def mark_ran(self, mode: str, when: str) -> None:
+    def mark_ran(self, mode: str, when: str, now: datetime) -> None:
+        self.control(now)  # a fresh schedule first, so the other tasks are not "due" at once
         fields = {LAST_RUN[t]: when for t in tasks_for_mode(mode)}
-        body = {"doc": {**fields, "updated_at": when}, "upsert": {"kind": "control", "bank": self.bank, **fields, "updated_at": when}}
         with engine_errors("update consolidation control"):
-            self.client.update(index=self.alias, id=self.control_id, body=body, retry_on_conflict=5, refresh="wait_for")
+            self.client.update(index=self.alias, id=self.control_id, body={"doc": {**fields, "updated_at": when}}, retry_on_conflict=5, refresh="wait_for")
 
     # --- runs ---------------------------------------------------------------------------------
     def record(self, result: dict[str, Any], *, trigger: str, affected: int) -> str:

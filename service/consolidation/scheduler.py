@@ -75,8 +75,8 @@ class ConsolidationService:
         if not dry_run:
             # AutoMem persists real runs only: a dry run changes nothing, its history included.
             self.history.record(result, trigger=trigger, affected=affected)
-            if result.get("success"):
-                self.history.mark_ran(mode, result["completed_at"])
+            if result.get("success") and trigger == "manual":  # a scheduled run's claim already moved the schedule
+                self.history.mark_ran(mode, result["completed_at"], utcnow())
         elapsed = round((time.perf_counter() - started) * 1000, 1)
         log.info("consolidation_run", extra={
             "mode": mode, "trigger": trigger, "dry_run": dry_run, "success": result.get("success"),
@@ -102,19 +102,17 @@ class ConsolidationService:
                 continue
             threshold = self.settings.consolidation_decay_importance_threshold if task == "decay" else None
             results.append(self.run(task, False, trigger="scheduled", decay_threshold=threshold))
-            doc, seq_no, term = self.history.control(utcnow())
+            doc, seq_no, term = self.history.control(now)
         return results
 
     # --- status -------------------------------------------------------------------------------
     def next_runs(self, now: datetime) -> dict[str, str]:
-        doc, _, _ = self.history.control(now)
-        last = self.history.last_runs(doc)
+        last = self.history.last_runs(self.history.peek(now))
         return {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS}
 
     def status(self) -> dict[str, Any]:
         now = utcnow()
-        doc, _, _ = self.history.control(now)
-        last = self.history.last_runs(doc)
+        last = self.history.last_runs(self.history.peek(now))
         schedule = {
             t: {
                 "interval_seconds": self.intervals[t], "last_run": iso(last[t]) if last.get(t) else None,

@@ -59,3 +59,18 @@ def test_access_log_loses_its_query_string():
     RedactQueryString().filter(plain)
     assert plain.getMessage() == "no query"
     assert "%(asctime)s" in PLAIN_FORMAT
+
+
+def test_configured_service_logging_never_traces_engine_bodies():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = (
+        "import logging; from service.oplog import configure_logging; configure_logging('debug'); import opensearchpy; "
+        "t = logging.getLogger('opensearchpy.trace'); c = logging.getLogger('opensearch'); "
+        "print(t.handlers == [] and t.propagate is False, c.getEffectiveLevel() >= logging.WARNING)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True"]
