@@ -14,7 +14,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scoring.keywords import ENGLISH_ANALYZER_STOPWORDS, QUESTION_WORDS, extract_keywords
@@ -78,6 +78,58 @@ def components(ids: Sequence[str], pairs: Iterable[tuple[str, str]], min_size: i
         groups.setdefault(root(i), []).append(i)
     found = [sorted(g) for g in groups.values() if len(g) >= min_size]
     return sorted(found, key=lambda g: (-len(g), g[0]))
+
+
+def local_clusters(
+    starts: Sequence[str], fetch: Callable[[list[str]], Mapping[str, Sequence[tuple[str, float]]]],
+    threshold: float, *, cap: int = 50, budget: int = 2000,
+) -> dict[str, str | None]:
+    """Which cluster each of `starts` is in, exploring only their own components.
+
+    `fetch(ids)` returns each id's nearest neighbours as (id, cosine); it is called once per id.
+    Each start's component is walked breadth-first over edges with cosine >= `threshold`, and the
+    edges found are joined in one union-find, so two starts get the same representative exactly
+    when a walk connected them. A component larger than `cap`, or a walk that would pass `budget`
+    fetched ids in all, is unknown: None (callers then treat the memory as clustered with
+    anything). Cost: the size of the components touched, not of the corpus."""
+    parent: dict[str, str] = {}
+    fetched: dict[str, Sequence[tuple[str, float]]] = {}
+    unknown: set[str] = set()
+    done: set[str] = set()
+
+    def root(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for start in starts:
+        if start in done:
+            continue
+        seen, frontier = {start}, [start]
+        while frontier:
+            todo = [x for x in frontier if x not in fetched]
+            if len(seen) > cap or len(fetched) + len(todo) > budget:
+                unknown.update(seen)
+                break
+            if todo:
+                got = fetch(todo)
+                fetched.update({x: got.get(x, ()) for x in todo})
+            nxt = []
+            for x in frontier:
+                for y, cos in fetched[x]:
+                    if cos >= threshold:
+                        parent[root(y)] = root(x)
+                        if y not in seen:
+                            seen.add(y)
+                            nxt.append(y)
+            frontier = nxt
+        done.update(seen)
+    out: dict[str, str | None] = {}
+    for x in set(parent) | set(starts):
+        out[x] = None if x in unknown else root(x)
+    return out
 
 
 def normalized(vector: Sequence[float]) -> tuple[float, ...]:

@@ -53,7 +53,7 @@ def classify(type_a: str | None, type_b: str | None, similarity: float, band: tu
 def discover(
     sample: Iterable[str],
     neighbours: Mapping[str, list[tuple[str, float]]],
-    cluster_of: Mapping[str, str],
+    cluster_of: Mapping[str, str | None],
     types: Mapping[str, str | None],
     linked: set[frozenset[str]],
     band: tuple[float, float],
@@ -63,8 +63,8 @@ def discover(
 ) -> list[Link]:
     """Links from each sampled memory to its best qualifying neighbours, most similar first.
 
-    A pair qualifies when it is in the cosine band, crosses clusters and has no edge yet (of any
-    type, either direction). Each pair is reported once, ids in sorted order (so the edge id is the
+    A pair qualifies when it is in the cosine band, crosses clusters (a cluster of None is unknown:
+    no link) and has no edge yet (of any type, either direction). Each pair is reported once, ids in sorted order (so the edge id is the
     same whichever memory was sampled)."""
     seen: set[frozenset[str]] = set()
     out: list[Link] = []
@@ -74,7 +74,8 @@ def discover(
             if taken >= per_memory:
                 break
             pair = frozenset((a, b))
-            if a == b or pair in seen or pair in linked or cluster_of.get(a, a) == cluster_of.get(b, b):
+            ca, cb = cluster_of.get(a, a), cluster_of.get(b, b)
+            if a == b or pair in seen or pair in linked or ca is None or cb is None or ca == cb:
                 continue
             verdict = classify(types.get(a), types.get(b), sim, band)
             if verdict is None:

@@ -76,6 +76,7 @@ class Graph:
 class Run:
     now: datetime
     dry_run: bool
+    mode: str = "full"
     graph: Graph | None = None
 
 
@@ -97,7 +98,7 @@ class Consolidator:
         now = now or datetime.now(timezone.utc)
         started = time.perf_counter()
         result: dict[str, Any] = {"mode": mode, "dry_run": dry_run, "started_at": iso(now), "steps": {}}
-        run = Run(now, dry_run)
+        run = Run(now, dry_run, mode)
         try:
             for step in steps_for(mode):
                 t = time.perf_counter()
@@ -145,11 +146,15 @@ class Consolidator:
         return stats
 
     # --- the neighbour graph ----------------------------------------------------------------
+    def _candidates(self) -> dict:
+        """What creative and cluster work on: active (relevance > 0.3 or never scored), not archived, not MetaPattern."""
+        return Q.memories_query(self.io.bank, excluded_types=self.io.excluded_types, min_relevance=Q.ACTIVE_RELEVANCE)
+
     def graph(self, run: Run) -> Graph:
         if run.graph is not None:
             return run.graph
         g = Graph()
-        query = Q.memories_query(self.io.bank, excluded_types=self.io.excluded_types, min_relevance=Q.ACTIVE_RELEVANCE)
+        query = self._candidates()
         low = self.band[0]
         for page in self.io.scan(query):
             for mid, s in page:
@@ -161,15 +166,10 @@ class Consolidator:
 
     # --- creative ---------------------------------------------------------------------------
     def creative(self, run: Run) -> dict[str, Any]:
-        g = self.graph(run)
-        ids = sorted(g.info)
-        cluster_of = {m: comp[0] for comp in C.components(ids, g.strong_pairs(self.cluster_threshold), 1) for m in comp}
-        size = min(self.settings.consolidation_creative_sample_size, len(ids))
-        sample = random.Random(int(run.now.timestamp())).sample(ids, size) if size else []
-        near = {m for a in sample for m, _ in g.neighbours.get(a, ())}
+        types, sample, neighbours, cluster_of = self._whole_graph(run) if run.mode == "full" else self._sampled_graph(run)
+        near = {m for a in sample for m, _ in neighbours.get(a, ())}
         linked = self.io.edges_among(sorted(set(sample) | near))
-        types = {m: i["type"] for m, i in g.info.items()}
-        links = creative.discover(sample, g.neighbours, cluster_of, types, linked, self.band, limit=CREATIVE_LIMIT)
+        links = creative.discover(sample, neighbours, cluster_of, types, linked, self.band, limit=CREATIVE_LIMIT)
         found = [{**link.as_dict(), "discovered_at": iso(run.now)} for link in links]
         created = 0
         if not run.dry_run:
@@ -180,6 +180,36 @@ class Consolidator:
                 for link in links
             ], run.now)
         return {"discovered": len(links), "created": created, "sample_size": len(sample), "sample_associations": found[: SAMPLES["creative"]]}
+
+    def _sample(self, ids: list[str], run: Run) -> list[str]:
+        size = min(self.settings.consolidation_creative_sample_size, len(ids))
+        return random.Random(int(run.now.timestamp())).sample(ids, size) if size else []
+
+    def _whole_graph(self, run: Run):
+        """`full` builds the whole neighbour graph anyway (cluster needs it): exact clusters."""
+        g = self.graph(run)
+        ids = sorted(g.info)
+        cluster_of = {m: comp[0] for comp in C.components(ids, g.strong_pairs(self.cluster_threshold), 1) for m in comp}
+        return {m: i["type"] for m, i in g.info.items()}, self._sample(ids, run), g.neighbours, cluster_of
+
+    def _sampled_graph(self, run: Run):
+        """`creative` alone walks only the components of the sampled memories and their partners:
+        a few hundred kNN searches whatever the corpus size."""
+        query = self._candidates()
+        types: dict[str, str | None] = {}
+        for page in self.io.scan(query):
+            types.update({mid: s.get("type") for mid, s in page})
+        sample = self._sample(sorted(types), run)
+        neighbours: dict[str, list[tuple[str, float]]] = {}
+
+        def fetch(todo: list[str]) -> dict[str, list[tuple[str, float]]]:
+            got = {mid: [(n, c) for n, c in near if c >= self.band[0]] for mid, near in self.io.neighbours(todo, query).items()}
+            neighbours.update(got)
+            return got
+
+        fetch(sample)
+        partners = sorted({b for a in sample for b, _ in neighbours.get(a, ())})
+        return types, sample, neighbours, C.local_clusters([*sample, *partners], fetch, self.cluster_threshold)
 
     # --- cluster ----------------------------------------------------------------------------
     def cluster(self, run: Run) -> dict[str, Any]:

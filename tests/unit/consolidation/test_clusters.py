@@ -82,3 +82,33 @@ def test_summarize():
     )
     assert sum(v * v for v in s.centroid) == pytest.approx(1.0)
     assert s.meta_id == C.meta_id(["m3", "m2", "m1"])
+
+
+def test_local_clusters_walk_only_the_components_touched():
+    graph = {
+        "a": [("b", 0.9), ("x", 0.6)], "b": [("a", 0.9), ("c", 0.8)], "c": [("b", 0.8)],
+        "x": [("a", 0.6)], "y": [("z", 0.95)], "z": [("y", 0.95)], "far": [("q", 0.99)],
+    }
+    calls: list[list[str]] = []
+
+    def fetch(ids):
+        calls.append(sorted(ids))
+        return {i: graph.get(i, []) for i in ids}
+
+    out = C.local_clusters(["a", "x", "c", "y"], fetch, 0.75)
+    assert out["a"] == out["b"] == out["c"] and out["x"] != out["a"] and out["y"] == out["z"] != out["a"]
+    assert "far" not in out  # never touched
+    fetched = [i for call in calls for i in call]
+    assert sorted(fetched) == ["a", "b", "c", "x", "y", "z"] and len(fetched) == len(set(fetched))  # each id once
+
+
+def test_local_clusters_unknown_when_too_big_or_over_budget():
+    chain = {f"n{i}": [(f"n{i + 1}", 0.9)] for i in range(100)}
+
+    def fetch(ids):
+        return {i: chain.get(i, []) for i in ids}
+
+    out = C.local_clusters(["n0", "lonely"], fetch, 0.75, cap=10)
+    assert out["n0"] is None and out["lonely"] == "lonely"
+    assert C.local_clusters(["n0"], fetch, 0.75, cap=1000, budget=5)["n0"] is None
+    assert C.local_clusters(["n90"], fetch, 0.75)["n90"] == C.local_clusters(["n90"], fetch, 0.75)["n100"]

@@ -33,3 +33,10 @@ def test_discover_crosses_clusters_skips_linked_and_caps_per_memory():
     assert links[0].as_dict() == {"memory1_id": "a", "memory2_id": "c", "type": "DISCOVERED", "kind": "explains", "confidence": 0.7, "similarity": 0.7}
     assert discover(["a"], neighbours, cluster_of, types, set(), BAND, per_memory=1) == links[:1]
     assert discover(["a", "c"], neighbours, cluster_of, types, set(), BAND, limit=1)[0].memory2_id == "c"
+
+
+def test_unknown_clusters_get_no_links():
+    neighbours = {"a": [("b", 0.6)]}
+    types = {"a": "Insight", "b": "Context"}
+    assert discover(["a"], neighbours, {"a": None, "b": "b"}, types, set(), BAND) == []
+    assert len(discover(["a"], neighbours, {"a": "a", "b": "b"}, types, set(), BAND)) == 1
