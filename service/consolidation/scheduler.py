@@ -147,14 +147,14 @@ class ConsolidationService:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
+        """A tick every CONSOLIDATION_TICK_SECONDS, the first one a tick after start-up (AutoMem also
+        ticks at once; waiting keeps start-up and short-lived processes free of engine work)."""
         log.info("consolidation scheduler started (tick %s s)", self.settings.consolidation_tick_seconds)
-        while True:
+        while not self._stop.wait(self.settings.consolidation_tick_seconds):
             try:
                 self.tick()
             except Exception:  # noqa: BLE001 - a failed tick is retried at the next one
                 log.exception("consolidation scheduler tick failed")
-            if self._stop.wait(self.settings.consolidation_tick_seconds):
-                return
 
 
 def build_consolidation(settings: Settings, client, memories, edges, writer, publish: Callable[[str, dict], None] | None = None) -> ConsolidationService:
