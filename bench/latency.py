@@ -149,10 +149,8 @@ def encode_body(body: Any) -> bytes:
 
 def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str, str, dict, bytes]]]:
     """For each query, the engine requests the service's own recall pipeline makes for it."""
-    from starlette.datastructures import QueryParams
-
     from service.config import Settings
-    from service.recall.params import parse_recall_params
+    from service.schemas.recall import RecallQuery
     from service.recall.pipeline import RecallService
     from service.storage.client import make_client
     from service.storage.edges import EdgeStore
@@ -179,7 +177,7 @@ def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str,
     out = []
     for q in queries:
         now = datetime.now(timezone.utc)
-        params = parse_recall_params(QueryParams(urlencode(q.recall_params(with_embedding=True))), settings, dimension=dimension, now=now)
+        params = RecallQuery.model_validate(q.recall_params(with_embedding=True)).to_request(settings, dimension=dimension, now=now)
         recorder.calls = []
         service.recall(params, now)
         out.append([(m, u, p, encode_body(b)) for m, u, p, b in recorder.calls])

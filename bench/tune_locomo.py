@@ -30,7 +30,7 @@ def gather(limit: int = 10) -> list[dict]:
     from service.config import Settings
     from service.embedding import Embedder
     from service.localnode import LocalNode
-    from service.recall.params import RecallParams
+    from service.recall.request import RecallRequest
     from service.recall.pipeline import RecallService, Timings
     from service.storage.client import make_client
     from service.storage.edges import EdgeStore
@@ -49,7 +49,7 @@ def gather(limit: int = 10) -> list[dict]:
     out = []
     questions = [(s["sample_id"], qa) for s in data for qa in s["qa"] if qa.get("category") in CATEGORIES]
     for sample_id, qa in tqdm(questions, desc="retrieve", file=sys.stderr):
-        p = RecallParams(query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
+        p = RecallRequest.from_settings(settings, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
         outcome = svc.run_query(p, p.query, limit, now, Timings(), None)
         cands = [h.candidate("vector") for h in outcome.hits.values()]
         out.append({"qa": qa, "cands": cands, "req": outcome.scoring})

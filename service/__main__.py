@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    # access_log=False: uvicorn's access line carries the query string (tokens, query text);
+    # service.api.middleware logs method, path, status and duration instead.
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
 

@@ -1,8 +1,9 @@
 """POST /associate: validate, check the memories exist, write the edges, record supersessions.
 
-Whatever the batch size this is at most four engine requests: one mget for existence, one bulk on
-the edges index, and for the INVALIDATED_BY / EVOLVED_INTO edges (the supersession state recall
-filters on, issue 4) a read of the superseded memories' vectors and one bulk on the memories index.
+Whatever the batch size this is at most five engine requests: one mget for existence, one bulk on
+the edges index, for the INVALIDATED_BY / EVOLVED_INTO edges (the supersession state recall
+filters on) a read of the superseded memories' vectors and one bulk on the memories index, and one
+more mget that checks no end was deleted meanwhile (`_undo_orphans`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 from service.relations import Association, AssociationError, supersession_entry, validate_association
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.writes import iso, valid_id
+from service.schemas.memory import valid_id
+from service.timeparse import iso
 
 
 @dataclass
@@ -41,6 +43,24 @@ def success(a: Association) -> dict[str, Any]:
         "memory1_id": a.source_id, "memory2_id": a.target_id, "relation_type": a.type, "strength": a.strength,
         **a.properties,
     }
+
+
+def take_back_orphans(memories: MemoryStore, edges: EdgeStore, written: list[Association]) -> dict[str, str]:
+    """A memory deleted while its edge was being written: check both ends again (a realtime mget) and
+    take back the edges (and supersessions) whose ends are gone; returns {edge id: missing memory}.
+    Together with the refresh before DELETE's edge sweep (EdgeStore.delete_touching) no edge outlives
+    its memory: either this check sees the deletion, or the deletion's sweep sees the edge."""
+    if not written:
+        return {}
+    alive = memories.existing([x for a in written for x in (a.source_id, a.target_id)])
+    gone = {a.edge_id: next(x for x in (a.source_id, a.target_id) if x not in alive)
+            for a in written if a.source_id not in alive or a.target_id not in alive}
+    if gone:
+        edges.delete_ids(list(gone))
+        superseders_gone = [a.target_id for a in written if a.edge_id in gone and a.supersedes and a.target_id not in alive]
+        if superseders_gone:
+            memories.clear_supersessions(superseders_gone)
+    return gone
 
 
 class AssociationService:
@@ -70,8 +90,16 @@ class AssociationService:
         for o, err in zip(todo, errors):
             if err:
                 o.error, o.status = f"edge write failed: {err}", 503
-        self.record_supersessions([o for o in todo if o.error is None and o.association.supersedes], now)
+        written = [o for o in todo if o.error is None]
+        self.record_supersessions([o for o in written if o.association.supersedes], now)
+        self._undo_orphans(written)
         return outcomes
+
+    def _undo_orphans(self, written: list[ItemOutcome]) -> None:
+        gone = take_back_orphans(self.memories, self.edges, [o.association for o in written])
+        for o in written:
+            if o.association.edge_id in gone:
+                o.error, o.status = f"Memory {gone[o.association.edge_id]} not found (deleted while the association was written)", 404
 
     def record_supersessions(self, outcomes: list[ItemOutcome], now: datetime) -> None:
         actions = []
@@ -79,5 +107,5 @@ class AssociationService:
             entry, keep_at = supersession_entry(o.association, now)
             actions.append(self.memories.supersession_action(o.association.source_id, entry, keep_at=keep_at))
         for o, err in zip(outcomes, self.memories.bulk(actions, "record supersession")):
-            if err:
+            if err is not None and not err.missing:  # missing: deleted meanwhile, see _undo_orphans
                 o.error, o.status = f"edge stored but the supersession state was not: {err}", 503

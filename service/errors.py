@@ -10,8 +10,9 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.api.responses import SafeJSONResponse as JSONResponse
 
 log = logging.getLogger("engram.errors")
 
@@ -41,6 +42,10 @@ class Forbidden(EngramError):
 
 class NotFound(EngramError):
     status_code = 404
+
+
+class Conflict(EngramError):
+    status_code = 409
 
 
 class EngineUnavailable(EngramError):
@@ -77,8 +82,5 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse(error_body(500, f"Internal error: {type(exc).__name__}"), status_code=500)
+    # Unexpected exceptions are answered by service.api.middleware.RequestGuard, which (unlike an
+    # `Exception` handler here, which Starlette re-raises into the server) keeps the connection usable.

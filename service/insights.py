@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from service.config import Settings
-from service.recall.params import RecallParams
+from service.recall.request import RecallRequest
 from service.recall.pipeline import RecallService
 
 LESSON_TAGS = ("critical", "lesson", "ai-assistant", "rule", "preference")
@@ -38,10 +38,10 @@ HAS_CRITICAL_IMPORTANCE = 0.9  # AutoMem: has_critical = any lesson with importa
 # --- startup recall --------------------------------------------------------------------------------
 
 
-def startup_params(settings: Settings, tags: Sequence[str], limit: int, context_tags: Sequence[str] = ()) -> RecallParams:
-    return RecallParams(
-        tags=list(tags), tag_mode="any", tag_match="prefix", limit=limit, context_tags=list(context_tags),
-        state_mode="current", scoring_profile=settings.search_scoring_profile,
+def startup_params(settings: Settings, tags: Sequence[str], limit: int, context_tags: Sequence[str] = ()) -> RecallRequest:
+    return RecallRequest.from_settings(
+        settings, tags=list(tags), tag_mode="any", tag_match="prefix", limit=limit, context_tags=list(context_tags),
+        state_mode="current",
     )
 
 

@@ -9,6 +9,8 @@ import anyio
 from fastapi import FastAPI
 
 from service import __version__
+from service.api.middleware import RequestGuard
+from service.api.responses import SafeJSONResponse
 from service.api.routes import associate, by_tag, consolidate, graph, health, insights, memory, recall, stream
 from service.associations import AssociationService
 from service.config import Settings, get_settings
@@ -32,6 +34,15 @@ class ConfigurationError(RuntimeError):
     pass
 
 
+def quiet_engine_client_logs() -> None:
+    """opensearch-py logs every request at INFO and, on `opensearchpy.trace`, whole bodies (recall
+    query text, vectors) at DEBUG: neither belongs in our logs at any level."""
+    logging.getLogger("opensearch").setLevel(logging.WARNING)
+    trace = logging.getLogger("opensearchpy.trace")
+    trace.setLevel(logging.CRITICAL + 1)
+    trace.propagate = False
+
+
 def check_settings(settings: Settings) -> None:
     if not settings.automem_api_token:
         raise ConfigurationError(
@@ -42,18 +53,25 @@ def check_settings(settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
     """Build the app. Tests pass their own settings (own INDEX_PREFIX) and a shared embedder."""
+    cfg = settings or get_settings()
+    quiet_engine_client_logs()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        cfg = settings or get_settings()
         check_settings(cfg)
         url = cfg.opensearch_url
         if not url:
             url = await anyio.to_thread.run_sync(LocalNode(cfg.local_node_name).start)
             log.info("OPENSEARCH_URL not set: using the local node at %s", url)
+        # Route handlers run on this pool; the engine client's connection pool is sized from the same setting.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.worker_threads
         client = make_client(url, cfg)
-        model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
-        await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
+        try:
+            model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
+            await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
+        except BaseException:
+            client.close()
+            raise
         state = app.state
         state.settings, state.client, state.embedder, state.opensearch_url = cfg, client, model, url
         state.memories = MemoryStore(
@@ -81,8 +99,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         version=__version__,
         description="Memory recall for AI agents: the AutoMem memory API on OpenSearch.",
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
     )
     install_error_handlers(app)
+    app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes)
     app.include_router(health.router)
     app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}
     app.include_router(memory.router)

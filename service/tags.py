@@ -56,6 +56,10 @@ def split_list_param(values: Iterable[str] | str | None) -> list[str]:
     return [v for v in out if v]
 
 
+# Longer metadata strings are not names (and would not fit a keyword term); as metadata_terms.
+MAX_ENTITY_LENGTH = 256
+
+
 def entity_names(tags: Iterable[str], metadata: dict | None) -> list[str]:
     """Lowercased entity names from `entity:<type>:<slug>` tags and metadata.entities (any type)."""
     names: dict[str, None] = {}
@@ -68,7 +72,7 @@ def entity_names(tags: Iterable[str], metadata: dict | None) -> list[str]:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if item.strip():
+            if item.strip() and len(item) <= MAX_ENTITY_LENGTH:
                 names[item.strip().lower()] = None
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))  # reversed: the stack pops in document order

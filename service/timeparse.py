@@ -112,6 +112,10 @@ def parse_iso_datetime(value: str) -> datetime:
 # --------------------------------------------------------------------------------------------
 
 
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 def iso(dt: datetime) -> str:
     """How every timestamp is stored: ISO 8601 in UTC."""
     return dt.astimezone(UTC).isoformat()

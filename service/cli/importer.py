@@ -54,7 +54,8 @@ from service.errors import EngramError
 from service.schemas.memory import MemoryCreate
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.writes import MemoryWriter, Prepared, utcnow
+from service.timeparse import utcnow
+from service.writes import MemoryWriter, Prepared
 
 log = logging.getLogger("engram.importer")
 

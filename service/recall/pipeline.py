@@ -1,6 +1,6 @@
 """The recall pipeline: one `_msearch` for every arm, the pure re-ranker, filters, response shaping.
 
-request -> RecallParams -> filter + arms (queries.py) -> one msearch -> candidates -> scoring/
+request -> RecallRequest -> filter + arms (queries.py) -> one msearch -> candidates -> scoring/
 -> anchors / priority ids -> score filter -> recency bias -> sort -> trim -> response.
 Graph expansion and supersession resolution plug in after scoring (see `expand`).
 """
@@ -26,12 +26,12 @@ from service.embedding import Embedder, EmbeddingError
 from service.recall import queries as Q
 from service.recall import state
 from service.recall.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander
-from service.recall.params import RecallParams
+from service.recall.request import RecallRequest
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.tags import hierarchy_key
 from service.timeparse import stored_datetime
-from service.writes import iso
+from service.timeparse import iso
 
 log = logging.getLogger("engram.recall")
 
@@ -145,7 +145,7 @@ class RecallService:
         self.recency = RecencyConfig(settings.search_recency_window_days, settings.search_recency_curve)
 
     # --- filters ----------------------------------------------------------------------------
-    def build_filter(self, p: RecallParams, now: datetime) -> Q.RecallFilter:
+    def build_filter(self, p: RecallRequest, now: datetime) -> Q.RecallFilter:
         extra: list[dict] = []
         extra_not: list[dict] = []
         if p.state_mode == "current":
@@ -154,7 +154,7 @@ class RecallService:
             # place. state_debug moves the validity rules to Python so each suppression is named.
             extra_not += state.candidate_must_not(p.as_of or now, in_python=p.state_debug)
         return Q.RecallFilter(
-            bank=self.settings.default_bank,
+            bank=p.bank,
             tags=tuple(p.tags), tag_mode=p.tag_mode, tag_match=p.tag_match,
             exclude_tags=tuple(p.exclude_tags),
             start=p.window.start if p.window else None, end=p.window.end if p.window else None,
@@ -171,7 +171,7 @@ class RecallService:
 
     # --- graph and lifecycle (issue 4; service/recall/state.py, expansion.py) -------------------
     def current_state(
-        self, p: RecallParams, ranked: list[ScoredCandidate], sources: dict[str, dict], now: datetime, page: int | None = None
+        self, p: RecallRequest, ranked: list[ScoredCandidate], sources: dict[str, dict], now: datetime, page: int | None = None
     ) -> state.StateOutcome:
         """Suppress what is not current; supersession chains resolve to their head, one lookup per hop."""
         at = p.as_of or now
@@ -180,7 +180,7 @@ class RecallService:
 
         def lookup(ids: list[str]) -> dict[str, tuple[dict, bool]]:
             query = {"bool": {
-                "filter": [{"term": {"bank": self.settings.default_bank}}, {"ids": {"values": ids}}],
+                "filter": [{"term": {"bank": p.bank}}, {"ids": {"values": ids}}],
                 "should": [{"bool": {"filter": [head_filter], "_name": "head"}}],
             }}
             hits = self.store.search({"size": len(ids), "_source": {"excludes": Q.SOURCE_EXCLUDES}, "query": query})["hits"]["hits"]
@@ -188,7 +188,7 @@ class RecallService:
 
         return state.apply_current_state(ranked, sources, at, lookup, lambda mid, source, match: Hit(mid, source).candidate(match), page=page)
 
-    def expand(self, p: RecallParams, seeds: list[ScoredCandidate], sources: dict[str, dict], first: QueryOutcome, now: datetime) -> ExpansionOutcome:
+    def expand(self, p: RecallRequest, seeds: list[ScoredCandidate], sources: dict[str, dict], first: QueryOutcome, now: datetime) -> ExpansionOutcome:
         if self.expander is None or not (p.expand_relations or p.expand_entities) or first.scoring is None:
             return ExpansionOutcome()
         # Expanded memories pass the seeds' filters (time window, exclude_tags, excluded types) and
@@ -209,14 +209,15 @@ class RecallService:
 
     # --- one query ------------------------------------------------------------------------------
     def run_query(
-        self, p: RecallParams, query: str | None, limit: int, now: datetime, timings: Timings,
+        self, p: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings,
         profile: ContextProfile | None,
     ) -> QueryOutcome:
         flt_spec = self.build_filter(p, now)
         flt = Q.filter_clauses(flt_spec)
         scoped = bool(p.tags)
         text = query if query and query != "*" else None
-        keywords = extract_keywords(text) if text else []
+        lexical = Q.lexical_text(text) if text else None
+        keywords = extract_keywords(lexical) if lexical else []
 
         vector: list[float] | None = p.embedding
         vector_search = {"enabled": True, "matched": False}
@@ -233,9 +234,9 @@ class RecallService:
         if vector is not None:
             arms.append(("vector", Q.knn_arm(vector, k, flt)))
         if text:
-            arms.append(("keyword", Q.with_cosine(Q.keyword_arm(text, max(k, KEYWORD_ARM_MIN), flt), vector)))
+            arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
             if self.settings.recall_metadata_search_enabled:
-                arms.append(("metadata", Q.with_cosine(Q.metadata_arm(text, keywords, max(1, min(limit, 10)), flt), vector)))
+                arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
         if vector is None and not text:
             arms.append(("trending", Q.trending_arm(max(limit, 1), flt, p.sort)))
         if p.priority_ids:
@@ -329,7 +330,7 @@ class RecallService:
         )
 
     # --- the whole request ---------------------------------------------------------------------
-    def recall(self, p: RecallParams, now: datetime, defer: Callable[..., None] | None = None) -> dict:
+    def recall(self, p: RecallRequest, now: datetime, defer: Callable[..., None] | None = None) -> dict:
         started = time.perf_counter()
         timings = Timings()
         profile = build_context_profile(
@@ -364,7 +365,6 @@ class RecallService:
         timings.lap("state")
 
         recency_applied = False
-        text_query = p.query or (query_list[0] if query_list else None)
         if recency and merged:
             recency_applied = True
             fallback = set().union(*(o.fallback_ids for o in outcomes))
@@ -450,6 +450,8 @@ class RecallService:
         if recency_applied:
             body["recency_bias"] = "on"
         body.update(expansion.response)
+        if p.warnings:
+            body["warnings"] = list(p.warnings)
         body["timings"] = timings.stages
         body["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return body

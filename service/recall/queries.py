@@ -5,6 +5,7 @@ Every arm shares one filter, built once, and all arms travel in one `_msearch`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,6 +13,14 @@ from datetime import datetime
 from service.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
+# Long queries simply work: the engine refuses a query of more than 1,024 clauses (maxClauseCount)
+# and the keyword arm makes one per analysed token and field, so lexical arms see at most this many
+# distinct tokens, each at most MAX_TOKEN_CHARS long (word_delimiter_graph splits long mixed tokens
+# further). Queries are ~5-30 words; embedding always sees the whole text.
+MAX_QUERY_TOKENS = 64
+MAX_TOKEN_CHARS = 40
+# What the standard tokenizer makes one token of: a run of word characters, or one CJK character.
+_TOKENS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 # k-NN's painless extension; the result is the plain cosine in [-1, 1].
 COSINE_SCRIPT = "cosineSimilarity(params.query_value, doc['embedding'])"
 
@@ -65,6 +74,20 @@ def filter_clauses(f: RecallFilter, *, scoped: bool = True) -> dict:
         must_not.append({"terms": {"type": list(f.excluded_types)}})
     must_not += list(f.extra_must_not)
     return {"bool": {"filter": filters, "must_not": must_not}}
+
+
+def lexical_text(query: str) -> str:
+    """The query as the lexical arms see it: unchanged when short, else its first MAX_QUERY_TOKENS
+    distinct tokens (each cut to MAX_TOKEN_CHARS), so no query can pass the engine's clause limit."""
+    tokens = _TOKENS.findall(query)
+    if len(tokens) <= MAX_QUERY_TOKENS and all(len(t) <= MAX_TOKEN_CHARS for t in tokens):
+        return query
+    kept: dict[str, None] = {}
+    for token in tokens:
+        kept.setdefault(token[:MAX_TOKEN_CHARS], None)
+        if len(kept) >= MAX_QUERY_TOKENS:
+            break
+    return " ".join(kept)
 
 
 def bm25_query(query: str) -> dict:

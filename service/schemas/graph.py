@@ -88,5 +88,7 @@ class ByTagResponse(BaseModel):
 class DeleteByTagResponse(BaseModel):
     status: str = "success"
     tags: list[str]
-    deleted_count: int
-    edges_deleted: int
+    deleted_count: int = Field(..., description="Memories deleted")
+    matched_count: int = Field(..., description="Memories that carried a tag when the request started")
+    edges_deleted: int = Field(..., description="Edges with an end among the deleted memories")
+    supersessions_cleared: int = Field(..., description="Memories that were superseded by a deleted one and are current again")

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Client-chosen ids (imports that can be re-run): URL-safe, bounded. Server ids are UUID4.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+_ID_RE = re.compile(ID_PATTERN)
+
+
+def valid_id(memory_id: str) -> bool:
+    return bool(_ID_RE.match(memory_id))
 
 
 def _tags(value: Any) -> Any:
@@ -21,19 +27,20 @@ def _tags(value: Any) -> Any:
 class MemoryFields(BaseModel):
     """Fields shared by create and update; every input is bounded."""
 
-    model_config = ConfigDict(extra="ignore")
+    # NaN and Infinity (which Python's JSON parser accepts) are refused for every number.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-    tags: list[str] | None = Field(None, description="Tags; hierarchy segments separated by ':' or '/'", max_length=200)
+    tags: list[str] | None = Field(None, description="Tags; hierarchy segments separated by ':' or '/' (TAG_MAX_COUNT, TAG_MAX_LENGTH)")
     importance: float | None = Field(None, ge=0.0, le=1.0, description="0-1; 0.5 when omitted on create")
-    type: str | None = Field(None, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
+    type: str | None = Field(None, max_length=64, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
     confidence: float | None = Field(None, ge=0.0, le=1.0)
-    metadata: dict[str, Any] | None = None
-    timestamp: str | None = Field(None, description="ISO 8601 creation time; now when omitted")
-    t_valid: str | None = Field(None, description="ISO 8601: valid from")
-    t_invalid: str | None = Field(None, description="ISO 8601: invalid from")
-    updated_at: str | None = None
-    last_accessed: str | None = None
-    relevance_score: float | None = Field(None, ge=0.0)
+    metadata: dict[str, Any] | None = Field(None, description="Any JSON object (METADATA_MAX_DEPTH, METADATA_MAX_KEYS, METADATA_MAX_BYTES)")
+    timestamp: str | None = Field(None, max_length=64, description="ISO 8601 creation time; now when omitted")
+    t_valid: str | None = Field(None, max_length=64, description="ISO 8601: valid from")
+    t_invalid: str | None = Field(None, max_length=64, description="ISO 8601: invalid from (after t_valid)")
+    updated_at: str | None = Field(None, max_length=64)
+    last_accessed: str | None = Field(None, max_length=64)
+    relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="0-1, written by consolidation decay")
     archived: bool | None = None
 
     _split_tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _tags(v)))
@@ -84,7 +91,7 @@ class MemoryUpdate(MemoryFields):
 
 
 class MemoryBatch(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     memories: list[MemoryCreate] = Field(..., min_length=1, max_length=500, description="1-500 memories")
 
@@ -108,3 +115,43 @@ class BatchResponse(BaseModel):
     count: int
     failed: list[dict[str, Any]] | None = None
     warnings: list[str] | None = None
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory as every read returns it (the vector is never sent)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    content: str
+    tags: list[str] = Field(default_factory=list)
+    tag_prefixes: list[str] = Field(default_factory=list, description="Every hierarchy prefix of every tag, lowercased, ':'-joined")
+    type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timestamp: str | None = None
+    updated_at: str | None = None
+    last_accessed: str | None = None
+    t_valid: str | None = None
+    t_invalid: str | None = None
+    archived: bool | None = None
+    relevance_score: float | None = None
+    superseded_by: str | None = Field(None, description="The newest memory that superseded this one (INVALIDATED_BY / EVOLVED_INTO)")
+    superseded_at: str | None = None
+
+
+class MemoryResponse(BaseModel):
+    status: str = "success"
+    memory: MemoryRecord
+
+
+class UpdateResponse(BaseModel):
+    status: str = "success"
+    memory_id: str
+    memory: MemoryRecord
+
+
+class DeleteResponse(BaseModel):
+    status: str = "success"
+    memory_id: str

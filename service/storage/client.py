@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -11,7 +12,9 @@ from opensearchpy import exceptions as os_exc
 from opensearchpy.serializer import JSONSerializer
 
 from service.config import Settings
-from service.errors import BadRequest, EngineUnavailable, NotFound
+from service.errors import EngineUnavailable, EngramError, NotFound
+
+log = logging.getLogger("engram.storage")
 
 
 class OrjsonSerializer(JSONSerializer):
@@ -39,8 +42,9 @@ def make_client(url: str, settings: Settings) -> OpenSearch:
         hosts=[url],
         http_auth=auth,
         timeout=settings.opensearch_timeout,
-        # Connection reuse: one pool sized for uvicorn's worker threads plus bulk imports.
-        pool_maxsize=32,
+        # One connection per handler thread (WORKER_THREADS, the same setting sizes the thread pool),
+        # plus a few for background work (access tracking, health checks), so no thread waits for one.
+        pool_maxsize=settings.worker_threads + 8,
         http_compress=False,
         retry_on_timeout=False,
         max_retries=1,
@@ -48,29 +52,71 @@ def make_client(url: str, settings: Settings) -> OpenSearch:
     )
 
 
+class EngineRejected(EngramError):
+    """The engine refused a request Engram built (its 400): our fault, not the caller's. Logged in full,
+    answered as a 500 without the engine's text."""
+
+    status_code = 500
+
+
+class PayloadTooLarge(EngramError):
+    status_code = 413
+
+
+# Appended to a 503 of a write: the engine may have applied it before the connection failed.
+MAYBE_APPLIED = "the write may have been applied; retrying with the same Idempotency-Key header (or client id) is safe"
+
+
 @contextmanager
-def engine_errors(what: str) -> Iterator[None]:
-    """Map client exceptions to 503 (engine down), 404 (missing) or 400 (the engine rejected the request)."""
+def engine_errors(what: str, *, write: bool = False) -> Iterator[None]:
+    """Map every client exception to the project's errors: 503 when the engine is unreachable, busy or
+    failing (recovering shards answer "all shards failed" with an empty root_cause), 404 when missing,
+    413 when the engine's body limit is hit, 500 when it rejects a request Engram built."""
+    tail = f"; {MAYBE_APPLIED}" if write else ""
     try:
         yield
     except os_exc.NotFoundError as exc:
         raise NotFound(f"{what}: not found") from exc
     except (os_exc.ConnectionError, os_exc.ConnectionTimeout) as exc:
-        raise EngineUnavailable(f"{what}: OpenSearch is unreachable ({type(exc).__name__}); check OPENSEARCH_URL or the local node") from exc
+        raise EngineUnavailable(f"{what}: OpenSearch is unreachable ({type(exc).__name__}); check OPENSEARCH_URL or the local node{tail}") from exc
     except os_exc.TransportError as exc:
         status = exc.status_code if isinstance(exc.status_code, int) else 503
-        reason = _reason(exc)
+        reason = engine_reason(exc.info if isinstance(exc.info, dict) else {"error": exc.error})
         if status == 400:
-            raise BadRequest(f"{what}: {reason}") from exc
+            log.error("the engine rejected a request built by Engram (%s): %s", what, reason)
+            raise EngineRejected(f"{what}: internal error (the engine rejected the request; see the service log)") from exc
+        if status == 413:
+            raise PayloadTooLarge(f"{what}: the request is larger than the engine accepts (http.max_content_length)") from exc
         if status == 429:
-            raise EngineUnavailable(f"{what}: OpenSearch is overloaded (429), retry later") from exc
-        raise EngineUnavailable(f"{what}: OpenSearch error {status}: {reason}") from exc
+            raise EngineUnavailable(f"{what}: OpenSearch is overloaded (429), retry later{tail}") from exc
+        raise EngineUnavailable(f"{what}: OpenSearch error {status} ({short(reason)}){tail}") from exc
+    except os_exc.OpenSearchException as exc:  # serialisation and configuration errors of the client itself
+        log.error("engine client failure (%s): %s", what, type(exc).__name__, exc_info=True)
+        raise EngineUnavailable(f"{what}: the engine client failed ({type(exc).__name__}){tail}") from exc
 
 
-def _reason(exc: os_exc.TransportError) -> str:
-    info = exc.info if isinstance(exc.info, dict) else {}
-    err = info.get("error")
+def engine_reason(body: dict | None) -> str:
+    """The most specific reason in an engine error body. `root_cause` may be missing or empty (a
+    restarted node recovering its shards answers "all shards failed" with `root_cause: []`)."""
+    err = (body or {}).get("error") if isinstance(body, dict) else body
     if isinstance(err, dict):
-        root = (err.get("root_cause") or [{}])[0]
-        return root.get("reason") or err.get("reason") or str(exc.error)
-    return str(err or exc.error)
+        causes = err.get("root_cause")
+        root = causes[0] if isinstance(causes, list) and causes and isinstance(causes[0], dict) else {}
+        return str(root.get("reason") or err.get("reason") or err.get("type") or "unknown error")
+    return str(err or "unknown error")
+
+
+def short(reason: str, limit: int = 200) -> str:
+    return reason if len(reason) <= limit else reason[:limit] + "..."
+
+
+def check_sub_response(sub: dict, what: str) -> dict:
+    """One `_msearch` sub-response: its `error` mapped as `engine_errors` maps a whole request's."""
+    if "error" not in sub:
+        return sub
+    status = sub.get("status") if isinstance(sub.get("status"), int) else 503
+    reason = engine_reason(sub)
+    if status == 400:
+        log.error("the engine rejected a query built by Engram (%s): %s", what, reason)
+        raise EngineRejected(f"{what}: internal error (the engine rejected the query; see the service log)")
+    raise EngineUnavailable(f"{what}: OpenSearch error {status} ({short(reason)})")

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from opensearchpy import OpenSearch, helpers
+from opensearchpy import OpenSearch
 
-from service.errors import EngineUnavailable
-from service.storage.client import engine_errors
+from service.storage.bulk import ItemError, deleted_count, run_bulk
+from service.storage.client import check_sub_response, engine_errors
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
@@ -33,8 +33,6 @@ EDGE_SORT: list[dict] = [
 ]
 # A `terms` query takes at most 65,536 values (index.max_terms_count); stay well below it.
 TERMS_CHUNK = 10_000
-# Bulk chunk sizes as the memory store's (50 MB, 500 actions).
-BULK_CHUNK = 500
 
 
 def touching_clause(ids: Sequence[str]) -> dict:
@@ -101,7 +99,7 @@ class EdgeStore:
             return int(self.client.count(index=self.alias, body={"query": {"term": {"bank": self.bank}}})["count"])
 
     # --- writes ---------------------------------------------------------------------------------
-    def upsert_many(self, edges: Sequence[dict[str, Any]], now: str) -> list[str | None]:
+    def upsert_many(self, edges: Sequence[dict[str, Any]], now: str) -> list[ItemError | None]:
         """Create or update many edges in one bulk request; one error message (or None) per edge, in order.
 
         Each edge is `{source_id, target_id, type, strength, properties}`. Re-posting an edge keeps its
@@ -117,27 +115,28 @@ class EdgeStore:
                 "_op_type": "update", "_index": self.alias, "_id": edge_id(e["source_id"], e["type"], e["target_id"]),
                 "doc": doc, "upsert": {**doc, "created_at": now}, "retry_on_conflict": 3,
             })
-        errors: list[str | None] = [None] * len(actions)
-        if not actions:
-            return errors
-        with engine_errors("store edges"):
-            for i, (ok, item) in enumerate(
-                helpers.streaming_bulk(self.client, actions, chunk_size=BULK_CHUNK, raise_on_error=False, raise_on_exception=True, refresh=self.refresh)
-            ):
-                if not ok:
-                    err = next(iter(item.values())).get("error")
-                    errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
-        return errors
+        return run_bulk(self.client, actions, what="store edges", refresh=self.refresh)
 
     def delete_touching(self, memory_ids: Sequence[str]) -> int:
-        """Delete every edge with either end in memory_ids (one delete_by_query per 10,000 ids)."""
+        """Delete every edge with either end in memory_ids (one delete_by_query per 10,000 ids).
+
+        The index is refreshed first: delete_by_query only sees refreshed documents, and an edge
+        written just before its memory was deleted must not survive it (POST /associate verifies both
+        ends after writing, so every edge written before the memory's deletion is seen here)."""
+        with engine_errors("refresh edges"):
+            self.client.indices.refresh(index=self.alias)
         deleted = 0
         for chunk in _chunks(list(dict.fromkeys(memory_ids)), TERMS_CHUNK):
             query = {"bool": {"filter": [{"term": {"bank": self.bank}}, touching_clause(chunk)]}}
-            with engine_errors("delete edges"):
+            with engine_errors("delete edges", write=True):
                 resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
             deleted += int(resp.get("deleted", 0))
         return deleted
+
+    def delete_ids(self, edge_ids: Sequence[str]) -> None:
+        actions = [{"_op_type": "delete", "_index": self.alias, "_id": eid} for eid in dict.fromkeys(edge_ids)]
+        if actions:
+            deleted_count(self.client, actions, what="delete edges", refresh=self.refresh)
 
     # --- reads ----------------------------------------------------------------------------------
     def newest_per_memory(
@@ -161,9 +160,7 @@ class EdgeStore:
             resp = self.client.msearch(body=lines)
         out = []
         for (ids, *_), sub in zip(reads, resp["responses"]):
-            if "error" in sub:
-                raise EngineUnavailable(f"read edges failed: {sub['error']}")
-            out.append(parse_per_memory(sub, ids))
+            out.append(parse_per_memory(check_sub_response(sub, "read edges"), ids))
         return out
 
     def touching(self, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from opensearchpy import OpenSearch, helpers
+from opensearchpy import OpenSearch
 
-from service.errors import EngineUnavailable
-from service.storage.client import engine_errors
+from service.errors import EngineUnavailable, NotFound
+from service.storage.bulk import ItemError, deleted_count, run_bulk
+from service.storage.client import MAYBE_APPLIED, EngineRejected, check_sub_response, engine_errors
 from service.timeparse import iso, stored_datetime
 
 log = logging.getLogger("engram.memories")
@@ -36,6 +39,8 @@ VECTOR_SCRIPT = (
 CARRY_VECTOR = "if (params.embedding != null) { ctx._source.embedding = params.embedding; }\n"
 # An update that lost a race with another write (its if_seq_no no longer matches) is retried.
 CONFLICT_ATTEMPTS = 3
+# PATCH's read-modify-write under contention: more attempts, each after a short random pause.
+RMW_ATTEMPTS = 6
 
 
 def _vector_field(hit: dict) -> list[float] | None:
@@ -70,13 +75,47 @@ class MemoryStore:
         return out
 
     def put(self, memory_id: str, doc: dict) -> None:
-        with engine_errors("store memory"):
+        with engine_errors("store memory", write=True):
             self.client.index(index=self.alias, id=memory_id, body=doc, refresh=self.refresh)
 
-    def update(self, memory_id: str, partial: dict) -> None:
-        error = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": partial}], "update memory")[0]
-        if error:
-            raise EngineUnavailable(f"update memory failed: {error}")
+    def read_modify_write(self, memory_id: str, compute: Callable[[dict], dict], *, attempts: int = RMW_ATTEMPTS) -> tuple[dict, dict]:
+        """Optimistic concurrency for changes that depend on the stored document: read the source, the
+        vector and the version in one search, `compute(source)` the partial document, and write it only
+        if the memory is still at that version (if_seq_no); a lost race reads again and recomputes.
+        Returns (source it was computed from, changes)."""
+        for attempt in range(attempts):
+            found = self._read_for_update(memory_id, refresh_first=attempt > 0)
+            if found is None:
+                raise NotFound(f"Memory {memory_id} not found")
+            source, vector, seq_no, term = found
+            changes = compute(source)
+            doc = changes if vector is None or "embedding" in changes else {**changes, "embedding": vector}
+            action = {"_op_type": "update", "_index": self.alias, "_id": memory_id, "doc": doc, "if_seq_no": seq_no, "if_primary_term": term}
+            error = run_bulk(self.client, [action], what="update memory", refresh=self.refresh)[0]
+            if error is None:
+                return source, changes
+            if not error.conflict:
+                raise item_failure(error, "update memory", memory_id)
+            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))  # spread the contenders out
+        raise EngineUnavailable(f"update memory: {attempts} concurrent writes in a row changed memory {memory_id} first; retry")
+
+    def _read_for_update(self, memory_id: str, *, refresh_first: bool) -> tuple[dict, list[float] | None, int, int] | None:
+        """Source, vector and version of one memory, all of one refreshed point (doc values only exist
+        for refreshed documents): after a lost race the index is refreshed before reading again."""
+        body = {
+            "size": 1, "seq_no_primary_term": True, "_source": {"excludes": list(HIDDEN_FIELDS)},
+            "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": [memory_id]}}]}},
+            "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
+        }
+        for refreshed in ((True,) if refresh_first else (False, True)):
+            if refreshed:
+                self.refresh_now()  # search sees the last refresh: a memory written since needs one
+            with engine_errors("read memory"):
+                hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            if hits:
+                h = hits[0]
+                return h["_source"], _vector_field(h), h["_seq_no"], h["_primary_term"]
+        return None
 
     # --- vectors ------------------------------------------------------------------------------
     def vectors(self, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:
@@ -139,27 +178,17 @@ class MemoryStore:
         return out
 
     def delete(self, memory_id: str) -> bool:
-        with engine_errors("delete memory"):
+        with engine_errors("delete memory", write=True):
             resp = self.client.delete(index=self.alias, id=memory_id, refresh=self.refresh, ignore=[404])
         return resp.get("result") == "deleted"
 
     # --- many documents -----------------------------------------------------------------------
-    def bulk_put(self, docs: Sequence[tuple[str, dict]], *, refresh: str | None = None) -> list[str | None]:
-        """Index many documents in one bulk request; return one error message (or None) per input, in order."""
-        actions = [{"_op_type": "index", "_index": self.alias, "_id": mid, "_source": doc} for mid, doc in docs]
-        errors: list[str | None] = [None] * len(actions)
-        with engine_errors("bulk store memories"):
-            for i, (ok, item) in enumerate(
-                helpers.streaming_bulk(
-                    self.client, actions, chunk_size=500, max_chunk_bytes=50 * 1024 * 1024,
-                    raise_on_error=False, raise_on_exception=True, refresh=refresh or self.refresh,
-                )
-            ):
-                if not ok:
-                    info = next(iter(item.values()))
-                    err = info.get("error")
-                    errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
-        return errors
+    def bulk_put(self, docs: Sequence[tuple[str, dict]], *, refresh: str | None = None, create: bool = False) -> list[ItemError | None]:
+        """Index many documents in one bulk request; one outcome per input, in order. `create` never
+        overwrites: a memory that exists already answers a 409 (idempotent retries)."""
+        op = "create" if create else "index"
+        actions = [{"_op_type": op, "_index": self.alias, "_id": mid, "_source": doc} for mid, doc in docs]
+        return run_bulk(self.client, actions, what="bulk store memories", refresh=refresh or self.refresh)
 
     def touch(self, seen: Mapping[str, str | None], now: datetime) -> None:
         """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
@@ -199,17 +228,10 @@ class MemoryStore:
             lines.append(body)
         with engine_errors("recall search"):
             resp = self.client.msearch(body=lines)
-        out = []
-        for i, sub in enumerate(resp["responses"]):
-            if "error" in sub:
-                err = sub["error"]
-                reason = err.get("root_cause", [{}])[0].get("reason") or err.get("reason") if isinstance(err, dict) else str(err)
-                raise EngineUnavailable(f"recall search arm {i} failed: {reason}")
-            out.append(sub)
-        return out
+        return [check_sub_response(sub, f"recall search arm {i}") for i, sub in enumerate(resp["responses"])]
 
     def delete_by_query(self, query: dict) -> int:
-        with engine_errors("delete memories"):
+        with engine_errors("delete memories", write=True):
             resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
         return int(resp.get("deleted", 0))
 
@@ -230,10 +252,10 @@ class MemoryStore:
             "script": {"lang": "painless", "source": RECORD_SUPERSESSION, "params": {"entry": entry, "keep_at": keep_at, "t_invalid": t_invalid}},
         }
 
-    def bulk(self, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[str | None]:
-        """Any bulk actions; one error message (or None) per action, in order. Update actions carry
-        their memory's vector (carry_vectors); one that lost a race with another write is retried."""
-        errors: list[str | None] = [None] * len(actions)
+    def bulk(self, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[ItemError | None]:
+        """Any bulk actions; one outcome per action, in order. Update actions carry their memory's
+        vector (carry_vectors); one that lost a race with another write (409) is retried."""
+        outcomes: list[ItemError | None] = [None] * len(actions)
         pending = list(range(len(actions)))
         for attempt in range(CONFLICT_ATTEMPTS):
             if not pending:
@@ -241,38 +263,36 @@ class MemoryStore:
             if attempt:
                 self.refresh_now()  # the versions read were stale (written since the last refresh)
             sent = self.carry_vectors([actions[i] for i in pending])
-            conflicts = []
-            with engine_errors(what):
-                results = helpers.streaming_bulk(
-                    self.client, sent, chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=refresh or self.refresh,
-                )
-                for i, (ok, item) in zip(pending, results):
-                    info = next(iter(item.values()))
-                    if ok:
-                        errors[i] = None
-                        continue
-                    err = info.get("error")
-                    errors[i] = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
-                    if info.get("status") == 409 and actions[i].get("_op_type") == "update":
-                        conflicts.append(i)
-            pending = conflicts
-        return errors
+            results = run_bulk(self.client, sent, what=what, refresh=refresh or self.refresh)
+            for i, outcome in zip(pending, results):
+                outcomes[i] = outcome
+            pending = [i for i, outcome in zip(pending, results) if outcome is not None and outcome.conflict and actions[i].get("_op_type") == "update"]
+        return outcomes
 
     def clear_supersessions(self, deleted_ids: Sequence[str]) -> int:
         """Forget supersessions by deleted memories (their edges are gone). Not an update_by_query:
-        that re-indexes from _source, which holds no vector. Returns how many memories were updated."""
+        that re-indexes from _source, which holds no vector. Chunked: a `terms` query takes at most
+        65,536 values (index.max_terms_count), and a delete-by-tag can delete far more memories.
+        Returns how many memories were updated."""
         ids = list(dict.fromkeys(deleted_ids))
         if not ids:
             return 0
-        query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"terms": {"supersessions.by": ids}}]}}
-        script = {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": ids}}
-        targets = self.ids_matching(query)
-        errors = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": mid, "script": script} for mid in targets],
-                           "clear supersessions", refresh="true")
-        failed = [e for e in errors if e]
-        if failed:
-            log.warning("clearing supersessions failed for %d memories: %s", len(failed), failed[0])
-        return len(targets) - len(failed)
+        # Refreshed first, as EdgeStore.delete_touching: a supersession recorded just before its
+        # superseding memory was deleted must be found.
+        self.refresh_now()
+        cleared = 0
+        for start in range(0, len(ids), TERMS_CHUNK):
+            chunk = ids[start : start + TERMS_CHUNK]
+            query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"terms": {"supersessions.by": chunk}}]}}
+            script = {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": chunk}}
+            targets = self.ids_matching(query)
+            errors = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": mid, "script": script} for mid in targets],
+                               "clear supersessions", refresh="true")
+            failed = [e for e in errors if e is not None and not e.missing]
+            if failed:
+                log.warning("clearing supersessions failed for %d memories: %s", len(failed), failed[0])
+            cleared += sum(1 for e in errors if e is None)
+        return cleared
 
     def page(self, query: dict, sort: list[dict], *, size: int, offset: int) -> tuple[list[tuple[str, dict]], int]:
         """One page of (id, source) and the total number of matches (exact)."""
@@ -297,20 +317,24 @@ class MemoryStore:
             after = hits[-1]["sort"]
 
     def delete_ids(self, ids: Sequence[str]) -> int:
-        """Delete many memories by id in one bulk request; the number actually deleted."""
+        """Delete many memories by id in bulk requests; the number actually deleted."""
         actions = [{"_op_type": "delete", "_index": self.alias, "_id": mid} for mid in dict.fromkeys(ids)]
-        deleted = 0
-        if not actions:
-            return 0
-        with engine_errors("delete memories"):
-            for ok, item in helpers.streaming_bulk(self.client, actions, chunk_size=500, raise_on_error=False, raise_on_exception=True, refresh=True):
-                if ok and item.get("delete", {}).get("result") == "deleted":
-                    deleted += 1
-        return deleted
+        return deleted_count(self.client, actions, what="delete memories", refresh=True) if actions else 0
 
 
 # Page size when collecting ids (DELETE /memory/by-tag); the engine's default result window is 10,000.
 ID_PAGE = 1000
+# Ids per `terms` query: index.max_terms_count is 65,536; painless `contains` on the list is linear.
+TERMS_CHUNK = 10_000
+
+
+def item_failure(error: ItemError, what: str, memory_id: str) -> Exception:
+    """A failed bulk item of a single-memory operation as the project's error."""
+    if error.missing:
+        return NotFound(f"Memory {memory_id} not found")
+    if error.status == 400:
+        return EngineRejected(f"{what}: internal error (the engine rejected the document; see the service log)")
+    return EngineUnavailable(f"{what} failed ({error.reason}); {MAYBE_APPLIED}")
 
 # Records one supersession on the superseded memory, atomically per document (issue 4 "store the
 # supersession state on the memory"). The list keeps write order, so the newest edge is last

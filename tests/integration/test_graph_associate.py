@@ -127,8 +127,9 @@ def test_body_must_be_an_object(api):
     assert_error(api.post("/associate", content=b"{", headers={"Content-Type": "application/json"}), 400)
 
 
-def test_batch_of_500_is_four_engine_requests(api):
-    """Existence check, edge bulk, the superseded memories' vectors, supersession bulk — whatever the batch size."""
+def test_batch_of_500_is_five_engine_requests(api):
+    """Existence check, edge bulk, the superseded memories' vectors, supersession bulk, the ends checked
+    again — whatever the batch size."""
     ids = [mem(api, f"m{i}") for i in range(3)]
     client = api.app.state.client
     calls = []
@@ -145,7 +146,7 @@ def test_batch_of_500_is_four_engine_requests(api):
     finally:
         client.transport.perform_request = original
     assert resp.status_code == 201 and resp.json()["created_count"] == 500
-    assert [url.split("/")[-1] for _, url in calls] == ["_mget", "_bulk", "_search", "_bulk"]
+    assert [url.split("/")[-1] for _, url in calls] == ["_mget", "_bulk", "_search", "_bulk", "_mget"]
 
 
 def test_deleting_a_memory_deletes_its_edges(api):

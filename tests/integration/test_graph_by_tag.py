@@ -79,7 +79,9 @@ def test_delete_by_tag_removes_memories_and_their_edges(api):
     assert api.get("/health").json()["edge_count"] == 4
     resp = api.delete("/memory/by-tag", params={"tags": "temp"})
     assert resp.status_code == 200
-    assert resp.json() == {"status": "success", "tags": ["temp"], "deleted_count": 3, "edges_deleted": 3}
+    assert resp.json() == {
+        "status": "success", "tags": ["temp"], "deleted_count": 3, "matched_count": 3, "edges_deleted": 3, "supersessions_cleared": 1,
+    }
     assert api.get("/health").json()["edge_count"] == 1
     assert all(api.get(f"/memory/{d}").status_code == 404 for d in doomed)
     assert page(api, tags="keep")["count"] == 2

@@ -93,20 +93,20 @@ def test_memory_without_vector_stays_without_one(api, os_client):
 def test_an_update_that_loses_a_race_is_retried_with_the_new_vector(api, os_client):
     store, alias = api.app.state.memories, api.app.state.settings.memories_alias
     a = mem(api, "alpha", embedding=unit(9))
-    real, raced = store.vectors, []
+    real, raced = store._read_for_update, []
 
-    def vectors(ids):
-        found = real(ids)
+    def read(memory_id, **kwargs):
+        found = real(memory_id, **kwargs)
         if not raced:  # another writer re-embeds the memory after its version was read
             raced.append(True)
             os_client.update(index=alias, id=a, body={"doc": {"importance": 0.7, "embedding": unit(10)}}, refresh=True)
         return found
 
-    store.vectors = vectors
+    store._read_for_update = read
     try:
-        store.update(a, {"confidence": 0.3})
+        store.read_modify_write(a, lambda current: {"confidence": 0.3})
     finally:
-        del store.vectors
+        del store._read_for_update
     source = raw_source(api, os_client, a)
     assert (source["importance"], source["confidence"]) == (0.7, 0.3)
     assert cosine(api, a, unit(10)) == pytest.approx(1.0, abs=1e-5)  # the racing writer's vector, not the stale one

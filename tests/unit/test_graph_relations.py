@@ -14,7 +14,7 @@ from service.relations import (
     supersession_entry,
     validate_association,
 )
-from service.writes import valid_id
+from service.schemas.memory import valid_id
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.relations import MAX_BATCH
 from service.schemas.graph import AssociateBatchResponse, AssociateResponse, association_body_schema
 from service.stream.emit import EmitDep
-from service.writes import utcnow
+from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
 

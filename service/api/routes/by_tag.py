@@ -12,12 +12,13 @@ from service.schemas.graph import ByTagResponse, DeleteByTagResponse
 from service.storage.memories import BY_TAG_SORT, by_tags_query
 from service.stream.emit import EmitDep
 from service.tags import split_list_param
-from service.writes import utcnow
+from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
 # spec 003 / AutoMem memories_by_tag: limit 20 by default, at most 200 (clamped).
 DEFAULT_LIMIT, MAX_LIMIT = 20, 200
+MAX_TAGS = 200
 # from + size may not pass the engine's index.max_result_window (10,000 by default).
 MAX_WINDOW = 10_000
 
@@ -27,6 +28,8 @@ def _tags(request: Request) -> list[str]:
     tags = split_list_param(qp.getlist("tags") + qp.getlist("tags[]"))
     if not tags:
         raise BadRequest("'tags' query parameter is required")
+    if len(tags) > MAX_TAGS:
+        raise BadRequest(f"Invalid tags: at most {MAX_TAGS} values, got {len(tags)}")
     return tags
 
 
@@ -64,6 +67,9 @@ def memories_by_tag(request: Request, store: StoreDep) -> dict:
 def delete_by_tag(request: Request, writer: WriterDep, emit: EmitDep) -> dict:
     """Delete every memory carrying any of `tags`, with their edges."""
     tags = _tags(request)
-    deleted, edges = writer.delete_by_tags(tags)
-    emit.deleted_by_tag(tags, deleted, edges)
-    return {"status": "success", "tags": tags, "deleted_count": deleted, "edges_deleted": edges}
+    report = writer.delete_by_tags(tags)
+    emit.deleted_by_tag(tags, report.deleted, report.edges_deleted)
+    return {
+        "status": "success", "tags": tags, "deleted_count": report.deleted, "matched_count": report.matched,
+        "edges_deleted": report.edges_deleted, "supersessions_cleared": report.supersessions_cleared,
+    }

@@ -11,7 +11,7 @@ from service.related import MAX_DEPTH, MAX_LIMIT, MIN_DEPTH, related_memories
 from service.relations import ALL_TYPES, AUTHORABLE_TYPES
 from service.schemas.graph import RelatedResponse
 from service.tags import split_list_param
-from service.writes import valid_id
+from service.schemas.memory import valid_id
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from service import insights
 from service.api.deps import ApiAuth, StoreDep
-from service.writes import iso, utcnow
+from service.timeparse import iso, utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["insights"])
 log = logging.getLogger("engram.api")

@@ -2,27 +2,50 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import logging
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.responses import sanitize
 from service.errors import NotFound
 from service.schemas.memory import BatchResponse, MemoryBatch, MemoryCreate, MemoryUpdate, StoreResponse
+from service.schemas.memory import valid_id
 from service.stream.emit import EmitDep
-from service.writes import DEFAULT_SUPERSEDE_TYPE, valid_id
+from service.writes import DEFAULT_SUPERSEDE_TYPE
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
+log = logging.getLogger("engram.memory")
 
 
 def public_memory(memory_id: str, source: dict) -> dict:
+    """A stored memory as clients see it; sanitised if it cannot be serialised as is (see api/responses)."""
     out = {k: v for k, v in source.items() if k not in ("embedding", "bank", "tags_norm", "metadata_terms")}
     out["id"] = memory_id
+    try:
+        orjson.dumps(out)
+    except (orjson.JSONEncodeError, TypeError):
+        log.warning("memory %s holds a value that cannot be serialised as is; returned sanitised", sanitize(memory_id))
+        out = sanitize(out)
     return out
 
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key", max_length=200, pattern=r"^[\x21-\x7e]+$",
+        description="Makes a retry safe: the memory's id derives from the key and a repeated request stores "
+        "once (without a client `id`). Use a new key per logical write, e.g. a UUID.",
+    ),
+]
+
+
 @router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True)
-def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep) -> StoreResponse:
-    p = writer.create(req)
+def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None) -> StoreResponse:
+    p = writer.create(req, idempotency_key)
     emit.stored(p, req)
     d = p.doc
     return StoreResponse(
@@ -33,8 +56,8 @@ def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep) -> StoreRe
 
 
 @router.post("/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True)
-def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep):
-    prepared, errors = writer.create_batch(req.memories)
+def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None):
+    prepared, errors = writer.create_batch(req.memories, idempotency_key)
     emit.stored_batch(prepared, errors)
     warnings = [w for p in prepared for w in p.warnings] or None
     failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]

@@ -1,24 +1,30 @@
-"""GET /recall (spec 000). Thin: parse and validate parameters, run the pipeline, return its body."""
+"""GET /recall (spec 000). Thin: the typed query becomes the pipeline's RecallRequest; the pipeline's
+body goes out as is."""
 
 from __future__ import annotations
 
-import orjson
-from fastapi import APIRouter, BackgroundTasks, Request, Response
+from typing import Annotated
+
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from service.api.deps import ApiAuth
-from service.recall.params import parse_recall_params
+from service.api.responses import dumps
+from service.schemas.errors import ERROR_RESPONSES
+from service.schemas.recall import RecallQuery, RecallResponse
 from service.stream.emit import EmitDep
-from service.writes import utcnow
+from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
 
-@router.get("/recall")
-def recall(request: Request, background: BackgroundTasks, emit: EmitDep) -> Response:
+@router.get("/recall", response_model=RecallResponse, responses=ERROR_RESPONSES)
+def recall(params: Annotated[RecallQuery, Query()], request: Request, background: BackgroundTasks, emit: EmitDep) -> Response:
+    """Ranked hybrid recall: vector, BM25 and metadata arms in one engine round trip, re-ranked by the
+    ten weighted components; optional graph and entity expansion; current-state filtering."""
     state = request.app.state
     now = utcnow()
-    params = parse_recall_params(request.query_params, state.settings, dimension=state.embedder.dimension, now=now)
-    body = state.recall.recall(params, now, defer=background.add_task)
-    emit.recalled(params, body)
+    req = params.to_request(state.settings, dimension=state.embedder.dimension, now=now)
+    body = state.recall.recall(req, now, defer=background.add_task)
+    emit.recalled(req, body)
     # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
-    return Response(orjson.dumps(body), media_type="application/json", background=background)
+    return Response(dumps(body), media_type="application/json", background=background)

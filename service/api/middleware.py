@@ -1,0 +1,112 @@
+"""RequestGuard: the outermost layer of our own, a plain ASGI middleware.
+
+- Bodies larger than MAX_REQUEST_BYTES get a 413 with the error shape: at once when Content-Length
+  says so, else as soon as the streamed body passes the limit (nothing larger is ever buffered).
+- An unexpected exception becomes a 500 with the error shape and a logged traceback. Starlette's
+  own `Exception` handler re-raises into the server after answering, which can leave the
+  keep-alive connection unusable; here the exception stops.
+- The access log: method, path, status and duration — never the query string, which can hold
+  `?api_key=` tokens and recall query text (spec 003 "Operational logging").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from service.api.responses import dumps
+from service.errors import error_body
+
+log = logging.getLogger("engram.errors")
+access_log = logging.getLogger("engram.access")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class RequestGuard:
+    def __init__(self, app, max_body_bytes: int, large_body_paths: dict[str, int] | None = None):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        # Routes that take uploads (archives) have limits of their own.
+        self.large_body_paths = large_body_paths or {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        limit = self.large_body_paths.get(scope.get("path", ""), self.max_body_bytes)
+        too_large = f"Request body is larger than {limit} bytes (MAX_REQUEST_BYTES)"
+        state = {"status": None, "started": False, "too_large": False, "replaced": False}
+
+        async def send_wrapper(message: Message) -> None:
+            if state["replaced"]:
+                return  # the app's own answer to a body it could not read; ours was sent instead
+            if message["type"] == "http.response.start":
+                if state["too_large"]:
+                    # FastAPI turns any failure while reading the body into its own 400.
+                    state["replaced"] = True
+                    await send_raw(413, too_large)
+                    return
+                state["status"] = message["status"]
+                state["started"] = True
+            await send(message)
+
+        async def send_raw(status: int, message: str) -> None:
+            body = dumps(error_body(status, message))
+            state["status"], state["started"] = status, True
+            await send({
+                "type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            })
+            await send({"type": "http.response.body", "body": body})
+
+        declared = _content_length(scope)
+        try:
+            if declared is not None and declared > limit:
+                await send_raw(413, too_large)
+                return
+            received = 0
+
+            async def limited_receive() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > limit:
+                        state["too_large"] = True
+                        raise BodyTooLarge()
+                return message
+
+            await self.app(scope, limited_receive, send_wrapper)
+        except BodyTooLarge:
+            if not state["started"]:
+                await send_raw(413, too_large)
+        except Exception:  # noqa: BLE001 - the one place unexpected errors end
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not state["started"]:
+                await send_raw(500, "Internal error; the service log has the details")
+        finally:
+            access_log.info(
+                "%s %s %s %.1fms", scope.get("method"), scope.get("path"), state["status"] or "-",
+                (time.perf_counter() - started) * 1000,
+            )
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

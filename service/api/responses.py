@@ -1,0 +1,60 @@
+"""JSON responses that cannot fail: one odd stored value must never turn a whole read into a 500.
+
+orjson (fast, used for every body) refuses strings with lone surrogates and nesting deeper than
+254 levels. Writes refuse both (service/validation.py), but documents written before those checks,
+restored from elsewhere or changed directly in the engine still can hold them. The fast path
+serialises as is; only when that fails is the body sanitised (lone surrogates become U+FFFD, levels
+past MAX_DEPTH become a placeholder string) and a warning logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from starlette.responses import JSONResponse
+
+log = logging.getLogger("engram.responses")
+
+# Below orjson's 254-level limit, with room for the envelope around a memory.
+MAX_DEPTH = 200
+TOO_DEEP = "[nested too deeply to serialise]"
+
+
+def _clean_text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def sanitize(value: Any, depth: int = 0) -> Any:
+    """A copy of `value` that orjson can always serialise."""
+    if isinstance(value, str):
+        return _clean_text(value)
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return TOO_DEEP
+    if isinstance(value, dict):
+        return {_clean_text(str(k)): sanitize(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitize(v, depth + 1) for v in value]
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    return _clean_text(str(value))
+
+
+def dumps(content: Any) -> bytes:
+    try:
+        return orjson.dumps(content)
+    except (orjson.JSONEncodeError, TypeError):
+        log.warning("a response held a value that cannot be serialised as is (lone surrogate, deep nesting or a foreign type); sent it sanitised")
+        return orjson.dumps(sanitize(content))
+
+
+class SafeJSONResponse(JSONResponse):
+    """The app's default response class: orjson, with the sanitising fallback."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content)

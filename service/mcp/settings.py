@@ -1,0 +1,47 @@
+"""The MCP server's settings: environment variables named as mcp-automem's, so configs carry over.
+
+    AUTOMEM_ENDPOINT             the Engram service (default http://127.0.0.1:8001, `make run`'s address)
+    AUTOMEM_API_KEY              its API token; AUTOMEM_API_TOKEN (the service's own variable) when unset
+    AUTOMEM_RECALL_TOKEN_BUDGET  recall_memory's response budget in estimated tokens (default 18,000)
+"""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from service.mcp.budget import resolve_token_budget
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:8001"
+
+
+class McpSettings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_file=None)
+
+    automem_endpoint: str = DEFAULT_ENDPOINT
+    automem_api_key: str | None = None
+    automem_api_token: str | None = None
+    # Kept as text and parsed like mcp-automem does: anything but a positive whole number is the default.
+    automem_recall_token_budget: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return (self.automem_endpoint or DEFAULT_ENDPOINT).strip().rstrip("/")
+
+    @property
+    def api_key(self) -> str | None:
+        for value in (self.automem_api_key, self.automem_api_token):
+            if value and value.strip():
+                return value.strip()
+        return None
+
+    @property
+    def token_budget(self) -> int:
+        return resolve_token_budget(self.automem_recall_token_budget)
+
+    @property
+    def budget_warning(self) -> str | None:
+        """Why a given AUTOMEM_RECALL_TOKEN_BUDGET is not used, if it is not."""
+        raw = (self.automem_recall_token_budget or "").strip()
+        if raw and not (raw.isdigit() and int(raw) > 0):
+            return f"AUTOMEM_RECALL_TOKEN_BUDGET={raw!r} is not a positive whole number: using {self.token_budget}"
+        return None

@@ -1,0 +1,82 @@
+"""RecallRequest: the one internal recall request every API surface builds and the pipeline takes.
+
+Fully resolved: defaults from Settings applied, the time window parsed, limits clamped, the bank
+chosen. AutoMem's `GET /recall` builds it from `schemas.recall.RecallQuery`; other surfaces build it
+from their own request shapes. The pipeline never sees a query string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from service.timeparse import TimeWindow
+
+SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
+TAG_MODES = ("any", "all")
+TAG_MATCHES = ("prefix", "exact")
+STATE_MODES = ("current", "history")
+RECENCY_BIAS = ("off", "on", "auto")
+PROFILES = ("engram", "automem")
+
+
+@dataclass
+class RecallRequest:
+    bank: str = "default"
+    query: str | None = None
+    queries: list[str] = field(default_factory=list)
+    embedding: list[float] | None = None
+    limit: int = 5
+    per_query_limit: int | None = None
+    sort: str = "score"
+    sort_given: bool = False
+    tags: list[str] = field(default_factory=list)
+    exclude_tags: list[str] = field(default_factory=list)
+    tag_mode: str = "any"
+    tag_match: str = "prefix"
+    window: TimeWindow | None = None
+    context: str | None = None
+    language: str | None = None
+    active_path: str | None = None
+    context_tags: list[str] = field(default_factory=list)
+    context_types: list[str] = field(default_factory=list)
+    priority_ids: list[str] = field(default_factory=list)
+    expand_relations: bool = False
+    expand_entities: bool = False
+    relation_limit: int = 5
+    expansion_limit: int = 25
+    expand_min_importance: float = 0.0
+    expand_min_strength: float = 0.0
+    expand_respect_tags: bool = False
+    state_mode: str = "current"
+    state_debug: bool = False
+    as_of: datetime | None = None
+    recency_bias: str = "off"
+    scope_fallback: bool = False
+    min_score: float = 0.0
+    adaptive_floor: bool = True
+    auto_decompose: bool = False
+    scoring_profile: str = "engram"
+    # Request problems that are not errors (unknown parameters), echoed as the response's `warnings`.
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.window and not (self.query or self.queries or self.embedding) and not self.sort_given:
+            self.sort = "time_desc"  # spec 000: a time window without a query sorts newest first
+
+    @classmethod
+    def from_settings(cls, settings, **values) -> "RecallRequest":
+        """A request with the service's configured defaults; `values` (None = default) override them.
+        `limit` and `per_query_limit` are clamped to RECALL_MAX_LIMIT (spec 000: clamped, not refused)."""
+        base: dict = {
+            "bank": settings.default_bank, "relation_limit": settings.recall_relation_limit,
+            "expansion_limit": settings.recall_expansion_limit, "recency_bias": settings.recall_recency_bias,
+            "min_score": settings.recall_min_score, "adaptive_floor": settings.recall_adaptive_floor,
+            "scoring_profile": settings.search_scoring_profile,
+        }
+        base.update({k: v for k, v in values.items() if v is not None})
+        req = cls(**base)
+        req.limit = min(req.limit, settings.recall_max_limit)
+        if req.per_query_limit:
+            req.per_query_limit = min(req.per_query_limit, settings.recall_max_limit)
+        return req
