@@ -4,8 +4,9 @@ lose their query strings.
 `memory_stored`, `batch_stored`, `recall_complete`, ... are logged with `extra={...}`; the
 formatter appends those fields as one JSON object after the usual timestamp/level/logger/message
 line. A record without extra fields keeps the plain format; a value JSON cannot hold becomes a
-placeholder; an exception's traceback still follows the line. Uvicorn's access log keeps method,
-path, protocol and status but not the query string, which can carry a recall's query text or an
+placeholder; an exception's traceback still follows the line. The service's own access log
+(service.api.middleware) never holds query strings; when uvicorn's access log is on as well (run
+with `uvicorn` directly), its lines lose theirs too: they can carry a recall's query text or an
 `api_key`.
 """
 
@@ -75,6 +76,4 @@ def configure_logging(level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The engine client logs every request at INFO ("POST /x/_search [status:200 ...]"): debug noise.
-    logging.getLogger("opensearch").setLevel(max(logging.WARNING, root.level))
     redact_access_log()

@@ -1,42 +1,20 @@
-"""A real uvicorn server in a thread, for what the in-process TestClient cannot do: an endless
-SSE stream read while other requests run, sockets that stop reading, access logs."""
+"""An app with its own INDEX_PREFIX served by a real uvicorn server (tests/integration/live_server.py),
+for what the in-process TestClient cannot do: an endless SSE stream read while other requests run,
+sockets that stop reading, the logs of a real run."""
 
 from __future__ import annotations
 
-import threading
-import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import uvicorn
-
-
-@contextmanager
-def serve(app, *, timeout: float = 60.0) -> Iterator[str]:
-    """Run `app` on 127.0.0.1 (a free port) until the block ends; yields its base URL.
-    log_config=None: uvicorn's loggers propagate to the root logger (pytest's caplog sees them)."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the live server did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
+from tests.integration.live_server import serve
 
 
 @contextmanager
 def live_app(engine_url: str, embedder, os_client, **overrides) -> Iterator[tuple[object, str]]:
-    """(app, base URL) of a served app with its own INDEX_PREFIX; its indices are deleted afterwards."""
-    import uuid
-
+    """(app, base URL); the app's indices are deleted afterwards. log_config=None: uvicorn leaves
+    logging alone, so pytest's caplog sees the service's records."""
     from service.config import Settings
     from service.main import create_app
     from tests.conftest import ADMIN, TOKEN
@@ -46,7 +24,7 @@ def live_app(engine_url: str, embedder, os_client, **overrides) -> Iterator[tupl
     values.update(overrides)
     app = create_app(Settings(**values), embedder=embedder)
     try:
-        with serve(app) as url:
+        with serve(app, log_config=None, timeout_graceful_shutdown=2) as url:
             yield app, url
     finally:
         os_client.indices.delete(index=f"{prefix}-*", ignore=[404])

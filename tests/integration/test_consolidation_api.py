@@ -308,6 +308,8 @@ def test_malformed_and_missing_bodies(api):
     assert_error(lone, 400, "mode")
     deep = b'{"mode": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     assert api.post("/consolidate", content=deep, headers={"Content-Type": "application/json"}).status_code == 400
+    huge = b'{"mode": "decay", "pad": "' + b"x" * (9 * 1024 * 1024) + b'"}'
+    assert_error(api.post("/consolidate", content=huge, headers={"Content-Type": "application/json"}), 413, "MAX_REQUEST_BYTES")
     # No body: AutoMem's defaults, a full dry run.
     resp = api.post("/consolidate")
     assert resp.status_code == 200 and resp.json()["consolidation"]["mode"] == "full" and resp.json()["consolidation"]["dry_run"] is True
