@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import uvicorn
 
 from service.config import get_settings
 from service.main import ConfigurationError, check_settings, create_app
+from service.oplog import configure_logging
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=settings.port, help=f"port (PORT, default {settings.port})")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level)  # application events append their fields as JSON (spec 003)
     try:
         check_settings(settings)
     except ConfigurationError as exc:

@@ -115,6 +115,46 @@ class Settings(BaseSettings):
     enrichment_failure_backoff_seconds: float = Field(default=5.0, ge=0)
     enrichment_reprocess_max: int = Field(default=1000, ge=1)  # ids per POST /enrichment/reprocess
 
+    # --- consolidation, event stream, startup-recall (spec 003; names and defaults are AutoMem's
+    # automem/config.py). Intervals of 0 disable a task's schedule; thresholds of 0.0 disable
+    # archiving / deletion. See service/consolidation/relevance.py for the decay formula.
+    consolidation_tick_seconds: float = Field(default=60.0, ge=0)  # 0: no scheduler thread
+    consolidation_decay_interval_seconds: int = Field(default=86_400, ge=0)
+    consolidation_creative_interval_seconds: int = Field(default=604_800, ge=0)
+    consolidation_cluster_interval_seconds: int = Field(default=2_592_000, ge=0)
+    consolidation_forget_interval_seconds: int = Field(default=0, ge=0)
+    # Scheduled decay only rescores memories at least this important (None: all of them).
+    consolidation_decay_importance_threshold: float | None = 0.3
+    consolidation_history_limit: int = Field(default=20, ge=1, le=1000)
+    consolidation_base_decay_rate: float = Field(default=0.01, ge=0)
+    consolidation_importance_floor_factor: float = Field(default=0.3, ge=0, le=1)
+    consolidation_archive_threshold: float = Field(default=0.0, ge=0, le=1)
+    consolidation_delete_threshold: float = Field(default=0.0, ge=0, le=1)
+    consolidation_grace_period_days: int = Field(default=90, ge=0)
+    consolidation_importance_protection_threshold: float = Field(default=0.7, ge=0, le=1)
+    consolidation_protected_types: str = "Decision,Insight"
+    consolidation_cluster_similarity_threshold: float = Field(default=0.75, gt=0, le=1)
+    consolidation_min_cluster_size: int = Field(default=3, ge=2)
+    # Engram additions: how many memories the creative pass samples (AutoMem: 30) and the cosine
+    # band it links in (below the cluster threshold: related, not near-duplicates).
+    consolidation_creative_sample_size: int = Field(default=30, ge=2, le=1000)
+    consolidation_creative_min_similarity: float = Field(default=0.5, ge=0, le=1)
+    stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
+    stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
+
+    @field_validator("consolidation_decay_importance_threshold", mode="before")
+    @classmethod
+    def _blank_threshold(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def consolidation_alias(self) -> str:
+        return f"{self.index_prefix}-consolidation"
+
+    @property
+    def protected_types(self) -> frozenset[str]:
+        return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
+
     @field_validator("opensearch_url", "automem_api_token", "admin_api_token", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:

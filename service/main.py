@@ -12,18 +12,21 @@ from service import __version__
 from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
-from service.api.routes import associate, by_tag, enrichment, graph, health, memory, recall
+from service.api.routes import associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.associations import AssociationService
 from service.config import Settings, get_settings
+from service.consolidation.scheduler import build_consolidation
 from service.embedding import Embedder
 from service.enrichment.worker import EnrichmentWorker
 from service.errors import install_error_handlers
 from service.localnode import LocalNode
+from service.oplog import redact_access_log
 from service.recall.pipeline import RecallService
 from service.storage.bootstrap import ensure_indices
 from service.storage.client import make_client
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
+from service.stream import EventBus
 from service.writes import MemoryWriter
 
 log = logging.getLogger("engram")
@@ -89,14 +92,20 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
-        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges)  # on_event: wire to the event bus
+        state.events = EventBus(cfg.stream_queue_size)
+        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event)
         if cfg.enrichment_enabled:
             await anyio.to_thread.run_sync(state.enrichment.start)
+        state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, state.writer, state.events.publish)
+        state.consolidation.start()
+        redact_access_log()
         log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
         try:
             yield
         finally:
             await anyio.to_thread.run_sync(state.enrichment.stop)
+            state.consolidation.stop()
+            state.events.close()
             client.close()
 
     app = FastAPI(
@@ -124,4 +133,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.include_router(graph.router)
     app.include_router(recall.router)
     app.include_router(enrichment.router)
+    app.include_router(stream.router)
+    app.include_router(consolidate.router)
+    app.include_router(insights.router)
     return app

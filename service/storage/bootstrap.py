@@ -59,6 +59,7 @@ def _ensure(client: OpenSearch, alias: str, name: str, rendered: dict) -> str:
 def ensure_indices(client: OpenSearch, settings: Settings, dimension: int) -> None:
     memories = _ensure(client, settings.memories_alias, "memories", render_template("memories", settings, dimension=dimension))
     _ensure(client, settings.edges_alias, "edges", render_template("edges", settings))
+    _ensure(client, settings.consolidation_alias, "consolidation", render_template("consolidation", settings))
     with engine_errors("read memories mapping"):
         mapping = client.indices.get_mapping(index=memories)
     stored = mapping[memories]["mappings"]["properties"]["embedding"]["dimension"]

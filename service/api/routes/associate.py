@@ -13,6 +13,7 @@ from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.relations import MAX_BATCH
 from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
 from service.schemas.graph import AssociateBatchResponse, AssociateResponse, association_body_schema
+from service.stream.emit import EmitDep
 from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
@@ -33,7 +34,7 @@ _EXAMPLES = {
     },
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": association_body_schema()}}}},
 )
-def associate(request: Request, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
+def associate(request: Request, emit: EmitDep, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
     """One association (AssociationIn) or `{"associations": [...]}` (AssociationBatchIn, up to 500)."""
     service = request.app.state.associations
     if "associations" not in body:
@@ -41,6 +42,7 @@ def associate(request: Request, body: dict[str, Any] = Body(..., openapi_example
         if outcome.error:
             raise {400: BadRequest, 404: NotFound}.get(outcome.status, EngineUnavailable)(outcome.error)
         a = outcome.association
+        emit.associated(success(a))
         return {"status": "success", "message": f"Association created between {a.source_id} and {a.target_id}", **success(a)}
 
     items = body["associations"]
@@ -56,5 +58,6 @@ def associate(request: Request, body: dict[str, Any] = Body(..., openapi_example
         created_count=len(succeeded), failed_count=len(failed), succeeded=succeeded, failed=failed,
         summary=f"{len(succeeded)}/{len(items)} associations created successfully",
     ).model_dump()
+    emit.associated_batch(body_out)
     return JSONResponse(body_out, status_code=207 if failed else 201)
 

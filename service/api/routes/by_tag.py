@@ -11,6 +11,7 @@ from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.api.routes.memory import public_memory
 from service.errors import BadRequest
 from service.schemas.errors import ERROR_RESPONSES
+from service.stream.emit import EmitDep
 from service.schemas.graph import BY_TAG_MAX_WINDOW, ByTagQuery, ByTagResponse, DeleteByTagResponse, TagsQuery
 from service.storage.memories import BY_TAG_SORT, by_tags_query
 from service.timeparse import utcnow
@@ -38,9 +39,10 @@ def memories_by_tag(params: Annotated[ByTagQuery, Query()], store: StoreDep, bac
 
 
 @router.delete("/memory/by-tag", response_model=DeleteByTagResponse, responses=ERROR_RESPONSES)
-def delete_by_tag(params: Annotated[TagsQuery, Query()], writer: WriterDep) -> dict:
+def delete_by_tag(params: Annotated[TagsQuery, Query()], writer: WriterDep, emit: EmitDep) -> dict:
     """Delete every memory carrying any of `tags`, with their edges; says what it did."""
     report = writer.delete_by_tags(params.tags)
+    emit.deleted_by_tag(params.tags, report.deleted, report.edges_deleted)
     return {
         "status": "success", "tags": params.tags, "deleted_count": report.deleted, "matched_count": report.matched,
         "edges_deleted": report.edges_deleted, "supersessions_cleared": report.supersessions_cleared,

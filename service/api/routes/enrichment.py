@@ -17,17 +17,6 @@ from service.writes import valid_id
 router = APIRouter(tags=["enrichment"])
 
 # The PATCH fields whose change makes a memory's enrichment stale (entities, sequence, scope).
-ENRICHED_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
-
-
-def enqueue_written(request: Request, ids: list[str | None]) -> None:
-    """After a write: queue the memories for enrichment (a no-op when the worker is off; they stay
-    pending in the engine and the next worker picks them up)."""
-    worker = getattr(request.app.state, "enrichment", None)
-    if worker is not None and worker.running:
-        worker.enqueue([i for i in ids if i])
-
-
 class ReprocessResponse(BaseModel):
     status: Literal["queued"] = "queued"
     count: int = Field(description="memories queued")

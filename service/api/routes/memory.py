@@ -6,18 +6,18 @@ import logging
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.api.responses import sanitize
-from service.api.routes.enrichment import ENRICHED_INPUTS, enqueue_written
 from service.errors import NotFound
 from service.schemas.errors import CONFLICT, ERROR_RESPONSES, NOT_FOUND
 from service.schemas.memory import (
     BatchResponse, DeleteResponse, MemoryBatch, MemoryCreate, MemoryResponse, MemoryUpdate, StoreResponse, UpdateResponse,
 )
 from service.schemas.memory import valid_id
+from service.stream.emit import EmitDep
 from service.writes import DEFAULT_SUPERSEDE_TYPE
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
@@ -47,9 +47,9 @@ IdempotencyKey = Annotated[
 
 
 @router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True, responses={**ERROR_RESPONSES, **NOT_FOUND, **CONFLICT})
-def store_memory(req: MemoryCreate, writer: WriterDep, request: Request, idempotency_key: IdempotencyKey = None) -> StoreResponse:
+def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None) -> StoreResponse:
     p = writer.create(req, idempotency_key)
-    enqueue_written(request, [p.memory_id])
+    emit.stored(p, req)
     d = p.doc
     return StoreResponse(
         memory_id=p.memory_id, type=d["type"], confidence=d["confidence"], importance=d["importance"],
@@ -62,9 +62,9 @@ def store_memory(req: MemoryCreate, writer: WriterDep, request: Request, idempot
     "/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True,
     responses={207: {"model": BatchResponse, "description": "Some items failed; `failed` names each one"}, **ERROR_RESPONSES},
 )
-def store_batch(req: MemoryBatch, writer: WriterDep, request: Request, idempotency_key: IdempotencyKey = None):
+def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None):
     prepared, errors = writer.create_batch(req.memories, idempotency_key)
-    enqueue_written(request, [None if err else p.memory_id for p, err in zip(prepared, errors)])
+    emit.stored_batch(prepared, errors)
     warnings = [w for p in prepared for w in p.warnings] or None
     failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]
     ids = [None if err else p.memory_id for p, err in zip(prepared, errors)]
@@ -83,14 +83,14 @@ def get_memory(memory_id: str, store: StoreDep) -> dict:
 
 
 @router.patch("/memory/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep, request: Request) -> dict:
+def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep, emit: EmitDep) -> dict:
     updated = writer.update(memory_id, req)
-    if ENRICHED_INPUTS & req.model_fields_set:
-        enqueue_written(request, [memory_id])
+    emit.updated(memory_id, updated, req)
     return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
 
 
 @router.delete("/memory/{memory_id}", response_model=DeleteResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def delete_memory(memory_id: str, writer: WriterDep) -> dict:
+def delete_memory(memory_id: str, writer: WriterDep, emit: EmitDep) -> dict:
     writer.delete(memory_id)
+    emit.deleted(memory_id)
     return {"status": "success", "memory_id": memory_id}

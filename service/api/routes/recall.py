@@ -11,18 +11,20 @@ from service.api.deps import ApiAuth
 from service.api.responses import dumps
 from service.schemas.errors import ERROR_RESPONSES
 from service.schemas.recall import RecallQuery, RecallResponse
+from service.stream.emit import EmitDep
 from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
 
 @router.get("/recall", response_model=RecallResponse, responses=ERROR_RESPONSES)
-def recall(params: Annotated[RecallQuery, Query()], request: Request, background: BackgroundTasks) -> Response:
+def recall(params: Annotated[RecallQuery, Query()], request: Request, background: BackgroundTasks, emit: EmitDep) -> Response:
     """Ranked hybrid recall: vector, BM25 and metadata arms in one engine round trip, re-ranked by the
     ten weighted components; optional graph and entity expansion; current-state filtering."""
     state = request.app.state
     now = utcnow()
     req = params.to_request(state.settings, dimension=state.embedder.dimension, now=now)
     body = state.recall.recall(req, now, defer=background.add_task)
+    emit.recalled(req, body)
     # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
     return Response(dumps(body), media_type="application/json", background=background)

@@ -1,0 +1,150 @@
+"""Consolidation's reads and writes, through the memory and edge stores.
+
+Everything is paged and bulk: a full scan in id order (search_after), relationship counts for a
+page of memories in one aggregation, kNN neighbours for a page in one `_msearch`, updates in one
+bulk request per page. Updates go through `MemoryStore.bulk`, which carries each memory's vector
+back in (vectors live outside `_source`, so a partial update without it would drop the vector).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from service.consolidation import queries as Q
+from service.consolidation.clusters import META_ID_PREFIX, Summary
+from service.schemas.memory import MemoryCreate
+from service.storage.client import engine_errors
+from service.storage.edges import EdgeStore
+from service.storage.memories import MemoryStore
+from service.timeparse import iso
+from service.writes import MemoryWriter
+
+log = logging.getLogger("engram.consolidation")
+
+SCAN_PAGE = 500
+KNN_PER_MSEARCH = 50
+# Nearest neighbours asked of the engine per memory: enough to connect near-duplicate groups and
+# to find creative partners in the band below them, few enough to keep a pass cheap.
+NEIGHBOURS = 10
+EDGE_READ_CAP = 10_000  # index.max_result_window
+
+
+class ConsolidationIO:
+    def __init__(self, memories: MemoryStore, edges: EdgeStore, writer: MemoryWriter, excluded_types: Sequence[str]):
+        self.memories = memories
+        self.edges = edges
+        self.writer = writer
+        self.bank = memories.bank
+        self.excluded_types = tuple(excluded_types)
+
+    # --- reads ------------------------------------------------------------------------------
+    def scan(self, query: dict, page: int = SCAN_PAGE) -> Iterator[list[tuple[str, dict]]]:
+        after = None
+        while True:
+            hits = self.memories.search(Q.scan_body(query, page, after))["hits"]["hits"]
+            if hits:
+                yield [(h["_id"], h["_source"]) for h in hits]
+            if len(hits) < page:
+                return
+            after = hits[-1]["sort"]
+
+    def relationship_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        if not ids:
+            return {}
+        with engine_errors("count relationships"):
+            resp = self.edges.client.search(index=self.edges.alias, body=Q.relationship_counts_body(self.bank, ids))
+        return Q.parse_relationship_counts(resp, ids)
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        return {mid: v for mid, (v, _, _) in self.memories.vectors(ids).items() if v is not None}
+
+    def neighbours(self, ids: Sequence[str], flt: dict, k: int = NEIGHBOURS) -> dict[str, list[tuple[str, float]]]:
+        """For each id, its k nearest memories under `flt` as (id, cosine), nearest first."""
+        vectors = self.vectors(ids)
+        out: dict[str, list[tuple[str, float]]] = {mid: [] for mid in ids}
+        todo = [mid for mid in ids if mid in vectors]
+        for start in range(0, len(todo), KNN_PER_MSEARCH):
+            chunk = todo[start : start + KNN_PER_MSEARCH]
+            responses = self.memories.msearch([Q.neighbours_body(vectors[mid], k + 1, flt) for mid in chunk])
+            for mid, resp in zip(chunk, responses):
+                # Lucene's cosinesimil score is (1 + cos) / 2 (ENGINE.md).
+                out[mid] = [(h["_id"], 2.0 * float(h["_score"]) - 1.0) for h in resp["hits"]["hits"] if h["_id"] != mid][:k]
+        return out
+
+    def edges_among(self, ids: Sequence[str]) -> set[frozenset[str]]:
+        """Unordered pairs of `ids` already joined by an edge of any type."""
+        if not ids:
+            return set()
+        with engine_errors("read edges"):
+            hits = self.edges.client.search(index=self.edges.alias, body=Q.edges_among_body(self.bank, ids, EDGE_READ_CAP))["hits"]["hits"]
+        return {frozenset((h["_source"]["source_id"], h["_source"]["target_id"])) for h in hits}
+
+    def meta_ids(self) -> list[str]:
+        """Every MetaPattern the cluster pass wrote (ids with its prefix), in id order."""
+        query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"term": {"type": "MetaPattern"}}, {"prefix": {"id": META_ID_PREFIX}}]}}
+        return self.memories.ids_matching(query)
+
+    def contents(self, ids: Sequence[str]) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        ids = list(ids)
+        for start in range(0, len(ids), SCAN_PAGE):
+            out.update(self.memories.get_many(ids[start : start + SCAN_PAGE]))
+        return out
+
+    # --- writes -----------------------------------------------------------------------------
+    def update_memories(self, changes: Mapping[str, dict[str, Any]]) -> list[str]:
+        """Partial updates, one bulk request; returns the ids that failed (logged)."""
+        if not changes:
+            return []
+        actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": doc} for mid, doc in changes.items()]
+        errors = self.memories.bulk(actions, "consolidation update", refresh="false")
+        failed = [a["_id"] for a, err in zip(actions, errors) if err]
+        if failed:
+            log.warning("consolidation: %d of %d updates failed (first: %s)", len(failed), len(actions), next(e for e in errors if e))
+        return failed
+
+    def refresh(self) -> None:
+        self.memories.refresh_now()
+
+    def link(self, edges: Sequence[dict[str, Any]], now: datetime) -> int:
+        """Upsert system edges; returns how many were written."""
+        if not edges:
+            return 0
+        errors = self.edges.upsert_many(edges, iso(now))
+        failed = [e for e in errors if e]
+        if failed:
+            log.warning("consolidation: %d of %d edges failed (first: %s)", len(failed), len(edges), failed[0])
+        return len(edges) - len(failed)
+
+    def put_summaries(self, summaries: Sequence[Summary], now: datetime) -> int:
+        """Store MetaPattern memories (idempotent ids) through the writer's document builder."""
+        docs = []
+        for s in summaries:
+            req = MemoryCreate(
+                id=s.meta_id, content=s.content, type="MetaPattern", confidence=0.8, importance=s.importance,
+                relevance_score=0.9, tags=list(s.shared_tags), embedding=list(s.centroid),
+                metadata={"consolidation": {
+                    "kind": "cluster_summary", "cluster_size": len(s.member_ids), "member_ids": list(s.member_ids),
+                    "central_id": s.central_id, "dominant_type": s.dominant_type,
+                    "time_span_days": s.time_span_days, "keywords": list(s.keywords),
+                }},
+            )
+            p = self.writer.prepare(req, now)
+            docs.append((p.memory_id, p.doc))
+        errors = self.memories.bulk_put(docs, refresh="false")
+        failed = [e for e in errors if e]
+        if failed:
+            log.warning("consolidation: %d of %d summaries failed (first: %s)", len(failed), len(docs), failed[0])
+        return len(docs) - len(failed)
+
+    def delete_memories(self, ids: Sequence[str]) -> int:
+        """Delete memories with their edges and the supersession state they caused (as DELETE does)."""
+        if not ids:
+            return 0
+        deleted = self.memories.delete_ids(ids)
+        self.edges.delete_touching(ids)
+        self.memories.clear_supersessions(ids)
+        return deleted

@@ -1,0 +1,166 @@
+"""Manual and scheduled consolidation runs, their history and `GET /consolidate/status`.
+
+A background thread wakes every CONSOLIDATION_TICK_SECONDS (60) and runs each task whose interval
+(CONSOLIDATION_{DECAY,CREATIVE,CLUSTER,FORGET}_INTERVAL_SECONDS; 0 = disabled) has passed since its
+last run, as AutoMem's ConsolidationScheduler does. The last runs live in the engine (history.py),
+so a restart keeps the schedule and replicas share it; one run at a time per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from service.config import Settings
+from service.consolidation.history import TASKS, HistoryStore
+from service.consolidation.runner import Consolidator, affected_count
+from service.timeparse import iso
+
+log = logging.getLogger("engram.consolidation")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def next_run_text(interval_s: int, last_run: datetime | None, now: datetime) -> str:
+    """AutoMem get_next_runs: "Disabled", "Due now", "In N day(s)" or "In N hour(s)"."""
+    if interval_s <= 0:
+        return "Disabled"
+    if last_run is None:
+        return "Due now"
+    next_run = last_run + timedelta(seconds=interval_s)
+    if next_run <= now:
+        return "Due now"
+    until = next_run - now
+    return f"In {until.days} day(s)" if until.days > 0 else f"In {until.seconds // 3600} hour(s)"
+
+
+def due_tasks(intervals: dict[str, int], last_runs: dict[str, datetime | None], now: datetime) -> list[str]:
+    return [
+        t for t in TASKS
+        if intervals.get(t, 0) > 0 and (last_runs.get(t) is None or now - last_runs[t] >= timedelta(seconds=intervals[t]))
+    ]
+
+
+class ConsolidationService:
+    def __init__(
+        self, settings: Settings, consolidator: Consolidator, history: HistoryStore,
+        publish: Callable[[str, dict], None] | None = None,
+    ):
+        self.settings = settings
+        self.consolidator = consolidator
+        self.history = history
+        self.publish = publish or (lambda _type, _data: None)
+        self.intervals = {
+            "decay": settings.consolidation_decay_interval_seconds,
+            "creative": settings.consolidation_creative_interval_seconds,
+            "cluster": settings.consolidation_cluster_interval_seconds,
+            "forget": settings.consolidation_forget_interval_seconds,
+        }
+        self._run_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- runs ---------------------------------------------------------------------------------
+    def run(self, mode: str, dry_run: bool, *, trigger: str = "manual", decay_threshold: float | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        with self._run_lock:
+            result = self.consolidator.run(mode, dry_run, decay_threshold=decay_threshold)
+        affected = affected_count(result)
+        if not dry_run:
+            # AutoMem persists real runs only: a dry run changes nothing, its history included.
+            self.history.record(result, trigger=trigger, affected=affected)
+            if result.get("success") and trigger == "manual":  # a scheduled run's claim already moved the schedule
+                self.history.mark_ran(mode, result["completed_at"], utcnow())
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        log.info("consolidation_run", extra={
+            "mode": mode, "trigger": trigger, "dry_run": dry_run, "success": result.get("success"),
+            "affected_count": affected, "latency_ms": elapsed, "steps": list(result.get("steps", {})),
+            "changes": result.get("changes", {}),
+        })
+        self.publish("consolidation.run", {
+            "task_type": mode, "affected_count": affected, "elapsed_ms": elapsed, "success": bool(result.get("success")),
+            "next_scheduled": self.next_runs(utcnow()).get(mode, "unknown"), "steps": list(result.get("steps", {})),
+            "dry_run": dry_run, "trigger": trigger, "changes": result.get("changes", {}),
+        })
+        return result
+
+    def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Run every due task once; a task another replica claimed first is left to it."""
+        now = now or utcnow()
+        results = []
+        doc, seq_no, term = self.history.control(now)
+        for task in due_tasks(self.intervals, self.history.last_runs(doc), now):
+            if not self.history.claim(task, doc, seq_no, term, now):
+                log.info("consolidation %s: claimed by another replica", task)
+                doc, seq_no, term = self.history.control(now)
+                continue
+            threshold = self.settings.consolidation_decay_importance_threshold if task == "decay" else None
+            results.append(self.run(task, False, trigger="scheduled", decay_threshold=threshold))
+            doc, seq_no, term = self.history.control(now)
+        return results
+
+    # --- status -------------------------------------------------------------------------------
+    def next_runs(self, now: datetime) -> dict[str, str]:
+        last = self.history.last_runs(self.history.peek(now))
+        return {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS}
+
+    def status(self) -> dict[str, Any]:
+        now = utcnow()
+        last = self.history.last_runs(self.history.peek(now))
+        schedule = {
+            t: {
+                "interval_seconds": self.intervals[t], "last_run": iso(last[t]) if last.get(t) else None,
+                "next_run": iso(last[t] + timedelta(seconds=self.intervals[t])) if last.get(t) and self.intervals[t] > 0 else None,
+            }
+            for t in TASKS
+        }
+        return {
+            "status": "success",
+            "next_runs": {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS},
+            "history": self.history.recent(),
+            "thread_alive": self.thread_alive,
+            "tick_seconds": self.settings.consolidation_tick_seconds,
+            "schedule": schedule,
+        }
+
+    # --- the background thread ------------------------------------------------------------------
+    @property
+    def thread_alive(self) -> bool:
+        return bool(self._thread and self._thread.is_alive())
+
+    def start(self) -> None:
+        if self.settings.consolidation_tick_seconds <= 0 or self.thread_alive:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="consolidation-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        """A tick every CONSOLIDATION_TICK_SECONDS, the first one a tick after start-up (AutoMem also
+        ticks at once; waiting keeps start-up and short-lived processes free of engine work)."""
+        log.info("consolidation scheduler started (tick %s s)", self.settings.consolidation_tick_seconds)
+        while not self._stop.wait(self.settings.consolidation_tick_seconds):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a failed tick is retried at the next one
+                log.exception("consolidation scheduler tick failed")
+
+
+def build_consolidation(settings: Settings, client, memories, edges, writer, publish: Callable[[str, dict], None] | None = None) -> ConsolidationService:
+    """The consolidation service over the app's stores (one call in the lifespan)."""
+    from service.consolidation.engine import ConsolidationIO
+
+    io = ConsolidationIO(memories, edges, writer, settings.excluded_types)
+    history = HistoryStore(client, settings.consolidation_alias, settings.default_bank, settings.consolidation_history_limit)
+    return ConsolidationService(settings, Consolidator(settings, io), history, publish)
