@@ -77,3 +77,80 @@ def test_keyword_arm_has_phrase_boost_over_content_and_tags():
 def test_trending_sorts_per_mode():
     assert Q.trending_arm(5, {"match_all": {}}, "score")["sort"][0] == {"importance": {"order": "desc", "missing": "_last"}}
     assert Q.trending_arm(5, {"match_all": {}}, "time_asc")["sort"][0] == {"updated_at": {"order": "asc", "missing": "_last"}}
+
+
+FLT = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
+SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
+
+
+@pytest.mark.parametrize(
+    ("built", "expected"),
+    [
+        (
+            Q.metadata_arm("Acme Deploy", ["acme", "deploy"], 7, FLT),
+            {"size": 7, "_source": SOURCE, "query": {"bool": {"must": [{"bool": {"should": [
+                {"terms": {"metadata_terms": ["acme deploy", "acme", "deploy"], "boost": 2.0}},
+                {"match": {"metadata_text": {"query": "Acme Deploy"}}},
+            ], "minimum_should_match": 1}}], "filter": [FLT]}}},
+        ),
+        (Q.doc_count_arm(FLT, None), {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT]}}}),
+        (
+            Q.doc_count_arm(FLT, "deploy"),
+            {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT], "must": [{"match": {"content": {"query": "deploy"}}}]}}},
+        ),
+        (
+            Q.ids_arm(["m1", "m2"], FLT),
+            {"size": 2, "_source": SOURCE, "query": {"bool": {"filter": [FLT, {"ids": {"values": ["m1", "m2"]}}]}}},
+        ),
+        (
+            Q.anchor_arm(3, FLT, ["lang:python"], ["Style"]),
+            {"size": 3, "_source": SOURCE, "query": {"bool": {"filter": [FLT, {"bool": {"should": [
+                {"terms": {"tag_prefixes": ["lang:python"]}}, {"terms": {"type": ["Style"]}},
+            ], "minimum_should_match": 1}}]}}, "sort": Q.SORTS["score"] + [{"id": "asc"}]},
+        ),
+        (Q.anchor_arm(3, FLT, [], []), None),
+        (
+            Q.heads_query(["h1"], "b", {"match_all": {}}, None),
+            {"size": 1, "_source": SOURCE, "query": {"bool": {
+                "filter": [{"term": {"bank": "b"}}, {"ids": {"values": ["h1"]}}],
+                "should": [{"bool": {"filter": [{"match_all": {}}], "_name": "head"}}],
+            }}},
+        ),
+    ],
+    ids=["metadata", "count", "count-keyword", "ids", "anchor", "anchor-none", "heads"],
+)
+def test_arm_builders(built, expected):
+    assert built == expected
+
+
+def test_fallback_filter_lifts_the_scope_and_excludes_in_scope_memories():
+    f = Q.RecallFilter(bank="b", tags=("proj",), tag_match="prefix")
+    assert Q.fallback_filter(f) == {"bool": {
+        "filter": [{"term": {"bank": "b"}}],
+        "must_not": [{"term": {"archived": True}}, {"terms": {"tag_prefixes": ["proj"]}}],
+    }}
+
+
+def test_recall_filter_in_current_and_history_mode():
+    from service.recall.request import RecallRequest
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    current = Q.recall_filter(RecallRequest(bank="b", tags=["x"]), at, ["MetaPattern"])
+    assert (current.bank, current.tags, current.excluded_types) == ("b", ("x",), ("MetaPattern",))
+    assert {"range": {"t_valid": {"gt": at.isoformat()}}} in current.extra_must_not
+    assert Q.recall_filter(RecallRequest(state_mode="history"), at, ()).extra_must_not == ()
+    assert Q.recall_filter(RecallRequest(state_debug=True), at, ()).extra_must_not == ()  # rules run in Python
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("short question about deploys", "short question about deploys"),
+        (" ".join(f"w{i}" for i in range(100)), " ".join(f"w{i}" for i in range(64))),
+        ("a " * 200, "a"),  # 200 tokens, one distinct word
+        ("x" * 100, "x" * 40),
+    ],
+    ids=["short", "many-words", "repeated", "one-long-token"],
+)
+def test_lexical_text_bounds_the_clauses(query, expected):
+    assert Q.lexical_text(query) == expected

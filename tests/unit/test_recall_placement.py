@@ -1,0 +1,77 @@
+"""Placement (service/recall/placement.py) and retrieval parsing (service/recall/retrieval.py): pure stages, no engine."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from scoring.context import build_context_profile
+from scoring.rerank import Candidate, ScoredCandidate
+from service.recall import placement, retrieval
+
+
+def sc(mid: str, score: float, *, tags=(), type_=None, when: datetime | None = None) -> ScoredCandidate:
+    return ScoredCandidate(Candidate(id=mid, content=mid, tags=tuple(tags), type=type_, timestamp=when), score, {"vector": score})
+
+
+def ids(items) -> list[str]:
+    return [s.candidate.id for s in items]
+
+
+def test_priority_first_is_a_stable_partition():
+    items = [sc("a", 0.9), sc("b", 0.8), sc("c", 0.7), sc("d", 0.6)]
+    assert ids(placement.priority_first(items, ["d", "b"])) == ["b", "d", "a", "c"]
+    assert ids(placement.priority_first(items, [])) == ["a", "b", "c", "d"]
+
+
+def test_anchors_are_injected_only_when_nothing_matches_the_profile():
+    profile = build_context_profile(context_tags=["lang:python"], context_types=[], priority_ids=[], context=None, language=None, active_path=None, query="q")
+    plain = [sc("a", 0.9), sc("b", 0.8), sc("anchor", 0.1, tags=("lang:python",))]
+    out, injected = placement.place_anchors(plain, anchor_only={"anchor"}, anchors={"anchor"}, profile=profile, limit=2)
+    assert (ids(out), injected) == (["anchor", "a", "b"], True)
+    matching = [sc("a", 0.9, tags=("lang:python",)), sc("b", 0.8), sc("anchor", 0.1, tags=("lang:python",))]
+    out, injected = placement.place_anchors(matching, anchor_only={"anchor"}, anchors={"anchor"}, profile=profile, limit=2)
+    assert (ids(out), injected) == (["a", "b"], False)  # an anchor-only memory is dropped when not needed
+
+
+def test_place_keeps_fills_after_scoped_results_and_floors_them():
+    ranked = [sc("fill", 0.95), sc("a", 0.9), sc("b", 0.2), sc("weak-fill", 0.05)]
+    out = placement.place(
+        ranked, fallback_ids={"fill", "weak-fill"}, anchor_only=set(), anchors=set(), profile=None, priority_ids=["b"],
+        limit=5, sort="score", has_query=True, min_score=0.1, adaptive_floor=False,
+    )
+    assert ids(out.ranked) == ["b", "a", "fill"]
+    assert out.score_filter["min_score"] == 0.1 and out.injected is False
+
+
+def test_sort_by_time_puts_undated_last():
+    t = lambda d: datetime(2026, 1, d, tzinfo=timezone.utc)  # noqa: E731
+    items = [sc("mid", 0.1, when=t(2)), sc("none", 0.9), sc("new", 0.5, when=t(3)), sc("old", 0.7, when=t(1))]
+    assert ids(placement.sort_by_time(items, "time_desc")) == ["new", "mid", "old", "none"]
+    assert ids(placement.sort_by_time(items, "time_asc")) == ["old", "mid", "new", "none"]
+
+
+def test_parse_responses_merges_arms_and_reads_counts():
+    arms = [("vector", {}), ("keyword", {}), ("fallback", {}), (retrieval.COUNT_ARM, {}), ("df:deploy", {})]
+    responses = [
+        {"hits": {"hits": [{"_id": "a", "_score": 0.9, "_source": {"content": "A"}}]}},
+        {"hits": {"hits": [{"_id": "a", "_score": 7.0, "_source": {}}, {"_id": "b", "_score": 3.0, "_source": {}, "fields": {"cosine": [0.25]}}]}},
+        {"hits": {"hits": [{"_id": "c", "_score": 0.75, "_source": {}}]}},
+        {"hits": {"total": {"value": 100}, "hits": []}},
+        {"hits": {"total": {"value": 4}, "hits": []}},
+    ]
+    got = retrieval.parse_responses(arms, responses)
+    a, b, c = got.hits["a"], got.hits["b"], got.hits["c"]
+    assert (a.arms, a.cosine, a.bm25, a.source) == ({"vector", "keyword"}, pytest.approx(0.8), 7.0, {"content": "A"})
+    assert (b.cosine, b.bm25, b.match_type("vector")) == (0.25, 3.0, "keyword")
+    assert (got.pool_size, got.fallback_ids) == (1, {"c"})
+    assert got.idf(["deploy"]) == {"deploy": pytest.approx(3.1110, abs=1e-4)}  # log(1 + (100 - 4 + 0.5) / (4 + 0.5))
+
+
+@pytest.mark.parametrize(
+    ("limit", "scoped", "expected"),
+    [(5, False, 20), (5, True, 40), (100, False, 200), (100, True, 200), (300, False, 300)],
+)
+def test_fetch_k(limit, scoped, expected):
+    assert retrieval.fetch_k(limit, scoped, overfetch=4, cap=200) == expected
