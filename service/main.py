@@ -13,7 +13,7 @@ from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
 from service.api.routes import associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
-from service.associations import AssociationService
+from service.graph.links import AssociationService
 from service.config import Settings, get_settings
 from service.consolidation.scheduler import build_consolidation
 from service.embedding import Embedder

@@ -22,7 +22,7 @@ TYPE_ALIASES = {
 EXPLICIT_TYPE_CONFIDENCE = 0.9
 
 
-def normalize_type(raw: str) -> tuple[str, str | None]:
+def canonical_type(raw: str) -> tuple[str, str | None]:
     """Return (type, warning). Canonical and alias names normalise; unknown strings are kept with a warning."""
     if raw in MEMORY_TYPES or raw == "MetaPattern":
         return raw, None

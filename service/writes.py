@@ -15,14 +15,16 @@ from scoring.components import metadata_terms
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.errors import BadRequest, Conflict, EngineUnavailable, EngramError, NotFound
-from service.memory_types import EXPLICIT_TYPE_CONFIDENCE, classify, normalize_type
-from service.associations import take_back_orphans
-from service.relations import Association, supersession_entry
+from service.memory_types import EXPLICIT_TYPE_CONFIDENCE, classify, canonical_type
+from service.graph.links import take_back_orphans
+from service.graph.registry import Association
+from service.graph.supersession import supersession_entry
 from service.schemas.memory import MemoryCreate, MemoryFields, MemoryUpdate, valid_id
 from service.storage.bulk import ItemError
 from service.storage.client import MAYBE_APPLIED
 from service.storage.edges import EdgeStore
-from service.storage.memories import MemoryStore, by_tags_query, item_failure
+from service.storage.memories import MemoryStore, item_failure
+from service.storage.queries import by_tags_query
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
 from service.timeparse import iso, parse_iso_datetime, utcnow
 from service.validation import check_metadata, check_tags, check_text, check_vector
@@ -100,7 +102,7 @@ class MemoryWriter:
         self.validate(req, where, content=req.content, embedding=req.embedding)
         warnings: list[str] = []
         if req.type is not None:
-            mem_type, warning = normalize_type(req.type)
+            mem_type, warning = canonical_type(req.type)
             if warning:
                 warnings.append(f"{where}{warning}")
             # spec 001: type and confidence given -> as given; type only -> 0.9
@@ -304,7 +306,7 @@ def patch_changes(current: dict[str, Any], req: MemoryUpdate, given: dict[str, A
     if vector is not None:
         changes["embedding"] = vector
     if req.type is not None:
-        changes["type"], _ = normalize_type(req.type)
+        changes["type"], _ = canonical_type(req.type)
     for name in ("importance", "confidence", "relevance_score", "archived"):
         if given.get(name) is not None:
             changes[name] = given[name]

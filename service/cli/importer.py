@@ -47,7 +47,7 @@ import orjson
 from opensearchpy import OpenSearch
 from pydantic import ValidationError
 
-from service.associations import AssociationService
+from service.graph.links import AssociationService
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.errors import EngramError

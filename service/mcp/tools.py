@@ -12,7 +12,7 @@ from typing import Any
 import mcp_types as types
 
 from service.memory_types import MEMORY_TYPES
-from service.relations import AUTHORABLE_TYPES
+from service.graph.registry import AUTHORABLE_TYPES
 
 STRING = {"type": "string"}
 STRINGS = {"type": "array", "items": STRING}

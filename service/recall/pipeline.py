@@ -22,8 +22,9 @@ from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, sco
 from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
-from service.recall import placement, queries as Q, retrieval, shaping, state
-from service.recall.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
+from service.graph import current_state as state
+from service.recall import placement, queries as Q, retrieval, shaping
+from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
 from service.recall.request import RecallRequest
 from service.recall.retrieval import Hit

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from service.recall.state import active_must_not, candidate_must_not
+from service.graph.current_state import active_must_not, candidate_must_not
+from service.storage.queries import IMPORTANCE_SORT
 from service.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
@@ -194,13 +195,14 @@ SORTS = {
     "updated_desc": [{"updated_at": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
     "time_asc": [{"updated_at": {"order": "asc", "missing": "_last"}}, {"timestamp": {"order": "asc", "missing": "_last"}}],
     "updated_asc": [{"updated_at": {"order": "asc", "missing": "_last"}}, {"timestamp": {"order": "asc", "missing": "_last"}}],
-    "score": [{"importance": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
+    "score": IMPORTANCE_SORT,
 }
 
 
 def trending_arm(size: int, flt: dict, sort: str) -> dict:
     """No query (or `*`): high-importance memories, ordered per `sort` (importance first for `score`)."""
-    return {"size": size, "_source": SOURCE, "query": flt, "sort": SORTS.get(sort, SORTS["score"]) + [{"id": "asc"}]}
+    order = SORTS.get(sort, IMPORTANCE_SORT)
+    return {"size": size, "_source": SOURCE, "query": flt, "sort": order if order is IMPORTANCE_SORT else order + [{"id": "asc"}]}
 
 
 def ids_arm(ids: Sequence[str], flt: dict) -> dict:
@@ -218,4 +220,4 @@ def anchor_arm(size: int, flt: dict, tag_keys: Sequence[str], types: Sequence[st
     if not should:
         return None
     query = {"bool": {"filter": [flt, {"bool": {"should": should, "minimum_should_match": 1}}]}}
-    return {"size": size, "_source": SOURCE, "query": query, "sort": SORTS["score"] + [{"id": "asc"}]}
+    return {"size": size, "_source": SOURCE, "query": query, "sort": IMPORTANCE_SORT}

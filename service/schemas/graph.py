@@ -2,7 +2,7 @@
 GET / DELETE /memory/by-tag).
 
 POST /associate validates each batch item on its own (a bad item fails alone, with a 207), so the
-route reads the body as JSON and `service.relations.validate_association` checks every item; the
+route reads the body as JSON and `service.graph.registry.validate_association` checks every item; the
 models here document the shapes for the OpenAPI page and type the responses.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.relations import ALL_TYPES, AUTHORABLE_TYPES, DEFAULT_STRENGTH, DEFAULT_TYPE, MAX_BATCH
+from service.graph.registry import ALL_TYPES, AUTHORABLE_TYPES, DEFAULT_STRENGTH, DEFAULT_TYPE, MAX_BATCH
 from service.schemas.query import QueryModel, list_aliases
 
 

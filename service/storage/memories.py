@@ -11,6 +11,7 @@ from datetime import datetime
 from opensearchpy import OpenSearch
 
 from service.errors import EngineUnavailable, NotFound
+from service.graph.supersession import CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_sub_response, engine_errors
 from service.timeparse import iso, stored_datetime
@@ -339,68 +340,3 @@ def item_failure(error: ItemError, what: str, memory_id: str) -> Exception:
     if error.status == 400:
         return EngineRejected(f"{what}: internal error (the engine rejected the document; see the service log)")
     return EngineUnavailable(f"{what} failed ({error.reason}); {MAYBE_APPLIED}")
-
-# Records one supersession on the superseded memory, atomically per document (issue 4 "store the
-# supersession state on the memory"). The list keeps write order, so the newest edge is last
-# ("newest edge wins"); re-posting the same (by, type) moves it last but keeps its first time unless
-# an explicit time is given. superseded_at is the EARLIEST time — the moment the memory stopped being
-# current — so recall filters with one range clause. Times are fixed-width strings (relations.state_time),
-# so compareTo is chronological.
-RECORD_SUPERSESSION = """
-List l = ctx._source.supersessions;
-if (l == null) { l = new ArrayList(); }
-String keptAt = null;
-for (int i = l.size() - 1; i >= 0; i--) {
-  Map e = l.get(i);
-  if (params.entry.by.equals(e.by) && params.entry.type.equals(e.type)) {
-    if (keptAt == null) { keptAt = e.at; }
-    l.remove(i);
-  }
-}
-Map n = new HashMap(params.entry);
-if (keptAt != null && params.keep_at) { n.at = keptAt; }
-l.add(n);
-ctx._source.supersessions = l;
-String first = null;
-for (Map e : l) { if (first == null || e.at.compareTo(first) < 0) { first = e.at; } }
-ctx._source.superseded_at = first;
-ctx._source.superseded_by = n.by;
-ctx._source.supersede_type = n.type;
-if (params.t_invalid != null) { ctx._source.t_invalid = params.t_invalid; }
-"""
-
-# Drops the entries whose superseding memory was deleted and recomputes the summary fields.
-CLEAR_SUPERSESSIONS = """
-List l = ctx._source.supersessions;
-if (l == null) { ctx.op = 'noop'; return; }
-for (int i = l.size() - 1; i >= 0; i--) {
-  Map e = l.get(i);
-  if (params.ids.contains(e.by)) { l.remove(i); }
-}
-if (l.isEmpty()) {
-  ctx._source.remove('supersessions');
-  ctx._source.remove('superseded_at');
-  ctx._source.remove('superseded_by');
-  ctx._source.remove('supersede_type');
-} else {
-  String first = null;
-  for (Map e : l) { if (first == null || e.at.compareTo(first) < 0) { first = e.at; } }
-  Map last = l.get(l.size() - 1);
-  ctx._source.superseded_at = first;
-  ctx._source.superseded_by = last.by;
-  ctx._source.supersede_type = last.type;
-}
-"""
-
-
-def by_tags_query(bank: str, tags: Sequence[str]) -> dict:
-    """GET / DELETE /memory/by-tag: any of `tags`, exact and case-insensitive (AutoMem: toLower(tag) IN $tags)."""
-    return {"bool": {"filter": [{"term": {"bank": bank}}, {"terms": {"tags_norm": sorted({t.strip().lower() for t in tags})}}]}}
-
-
-# AutoMem memories_by_tag: ORDER BY m.importance DESC, m.timestamp DESC; the id makes pages stable.
-BY_TAG_SORT: list[dict] = [
-    {"importance": {"order": "desc", "missing": "_last"}},
-    {"timestamp": {"order": "desc", "missing": "_last"}},
-    {"id": "asc"},
-]

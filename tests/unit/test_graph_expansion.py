@@ -1,8 +1,8 @@
-"""service.recall.expansion and service.related: selection rules and query builders (pure)."""
+"""service.graph.expansion and service.graph.walk: selection rules and query builders (pure)."""
 
 import pytest
 
-from service.recall.expansion import (
+from service.graph.expansion import (
     SEED_SCORE_BOOST,
     Reach,
     candidate_edges,
@@ -14,7 +14,7 @@ from service.recall.expansion import (
     select_entity_hits,
     select_relation_targets,
 )
-from service.related import Walk, walk_level
+from service.graph.walk import Walk, walk_level
 
 pytestmark = pytest.mark.unit
 

@@ -1,19 +1,18 @@
-"""service.relations: the registry and the validation of one association (pure)."""
+"""service.graph.registry: the registry and the validation of one association (pure)."""
 
 from datetime import datetime, timezone
 
 import pytest
 
-from service.relations import (
+from service.graph.registry import (
     AUTHORABLE_TYPES,
     SUPERSEDING_TYPES,
     SYSTEM_TYPES,
     Association,
     AssociationError,
-    state_time,
-    supersession_entry,
     validate_association,
 )
+from service.graph.supersession import state_time, supersession_entry
 from service.schemas.memory import valid_id
 
 pytestmark = pytest.mark.unit

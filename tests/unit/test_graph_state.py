@@ -1,11 +1,11 @@
-"""service.recall.state: the current-state rules, chain resolution and in-place replacement (pure)."""
+"""service.graph.current_state: the current-state rules, chain resolution and in-place replacement (pure)."""
 
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from scoring.rerank import Candidate, ScoredCandidate
-from service.recall import state
+from service.graph import current_state as state
 
 pytestmark = pytest.mark.unit
 

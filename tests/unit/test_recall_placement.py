@@ -62,7 +62,7 @@ def test_parse_responses_merges_arms_and_reads_counts():
         {"hits": {"total": {"value": 4}, "hits": []}},
     ]
     got = retrieval.parse_responses(arms, responses)
-    a, b, c = got.hits["a"], got.hits["b"], got.hits["c"]
+    a, b = got.hits["a"], got.hits["b"]
     assert (a.arms, a.cosine, a.bm25, a.source) == ({"vector", "keyword"}, pytest.approx(0.8), 7.0, {"content": "A"})
     assert (b.cosine, b.bm25, b.match_type("vector")) == (0.25, 3.0, "keyword")
     assert (got.pool_size, got.fallback_ids) == (1, {"c"})

@@ -106,7 +106,7 @@ SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
             Q.anchor_arm(3, FLT, ["lang:python"], ["Style"]),
             {"size": 3, "_source": SOURCE, "query": {"bool": {"filter": [FLT, {"bool": {"should": [
                 {"terms": {"tag_prefixes": ["lang:python"]}}, {"terms": {"type": ["Style"]}},
-            ], "minimum_should_match": 1}}]}}, "sort": Q.SORTS["score"] + [{"id": "asc"}]},
+            ], "minimum_should_match": 1}}]}}, "sort": Q.IMPORTANCE_SORT},
         ),
         (Q.anchor_arm(3, FLT, [], []), None),
         (

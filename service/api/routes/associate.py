@@ -8,9 +8,9 @@ from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth
-from service.associations import success
+from service.graph.links import success
 from service.errors import BadRequest, EngineUnavailable, NotFound
-from service.relations import MAX_BATCH
+from service.graph.registry import MAX_BATCH
 from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
 from service.schemas.graph import AssociateBatchResponse, AssociateResponse, association_body_schema
 from service.stream.emit import EmitDep

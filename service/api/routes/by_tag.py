@@ -13,7 +13,7 @@ from service.errors import BadRequest
 from service.schemas.errors import ERROR_RESPONSES
 from service.stream.emit import EmitDep
 from service.schemas.graph import BY_TAG_MAX_WINDOW, ByTagQuery, ByTagResponse, DeleteByTagResponse, TagsQuery
-from service.storage.memories import BY_TAG_SORT, by_tags_query
+from service.storage.queries import BY_TAG_SORT, by_tags_query
 from service.timeparse import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])

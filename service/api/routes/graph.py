@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from service.api.deps import ApiAuth, EdgesDep, SettingsDep, StoreDep
 from service.api.routes.memory import public_memory
 from service.errors import BadRequest, NotFound
-from service.related import MAX_LIMIT, related_memories
-from service.relations import ALL_TYPES, AUTHORABLE_TYPES
+from service.graph.walk import MAX_LIMIT, related_memories
+from service.graph.registry import ALL_TYPES, AUTHORABLE_TYPES
 from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
 from service.schemas.graph import RelatedQuery, RelatedResponse
 from service.schemas.memory import valid_id

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from service import __version__
 from service.errors import error_body
+from service.storage.queries import count_query
 from service.timeparse import iso, utcnow
 
 router = APIRouter(tags=["health"])
@@ -28,8 +29,7 @@ def _probe(state) -> dict:
     settings = state.settings
     timeout = settings.health_timeout_seconds
     cluster = state.client.cluster.health(request_timeout=timeout)
-    excluded = settings.excluded_types
-    query = {"bool": {"filter": [{"term": {"bank": settings.default_bank}}], "must_not": [{"terms": {"type": excluded}}] if excluded else []}}
+    query = count_query(settings.default_bank, settings.excluded_types)
     return {
         "cluster_status": cluster.get("status"), "cluster_name": cluster.get("cluster_name"),
         "memory_count": state.memories.count(query), "edge_count": state.edges.count(),

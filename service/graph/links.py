@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from service.relations import Association, AssociationError, supersession_entry, validate_association
+from service.graph.registry import Association, AssociationError, validate_association
+from service.graph.supersession import supersession_entry
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.schemas.memory import valid_id

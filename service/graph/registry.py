@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from service.timeparse import parse_iso_datetime
@@ -96,7 +95,7 @@ def _property(name: str, value: Any) -> Any:
     return _text(name, value)
 
 
-def normalize_type(raw: Any, *, allow_system: bool = False) -> str:
+def relation_type(raw: Any, *, allow_system: bool = False) -> str:
     if raw is None:
         return DEFAULT_TYPE
     if not isinstance(raw, str) or not raw.strip():
@@ -128,22 +127,7 @@ def validate_association(item: Any, *, id_ok) -> Association:
         ids.append(value.strip())
     if ids[0] == ids[1]:
         raise AssociationError("Cannot associate a memory with itself")
-    edge_type = normalize_type(item.get("type"))
+    edge_type = relation_type(item.get("type"))
     strength = _unit("strength", DEFAULT_STRENGTH if item.get("strength") is None else item["strength"])
     props = {name: _property(name, item[name]) for name in AUTHORABLE_TYPES[edge_type] if item.get(name) is not None}
     return Association(ids[0], ids[1], edge_type, strength, props)
-
-
-# --- supersession state stored on the superseded memory -------------------------------------------
-def state_time(moment: datetime) -> str:
-    """A fixed-width UTC ISO time (always microseconds, always +00:00): supersession times are compared
-    as strings by the painless script that maintains them, which is only right with one width."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
-
-
-def supersession_entry(assoc: Association, now: datetime) -> tuple[dict[str, Any], bool]:
-    """The entry stored on the superseded memory (assoc.source_id) and whether a re-post keeps the
-    original time: an explicit INVALIDATED_BY timestamp sets the time, otherwise the first write does."""
-    explicit = assoc.properties.get("timestamp")
-    at = state_time(parse_iso_datetime(explicit)) if explicit else state_time(now)
-    return {"by": assoc.target_id, "type": assoc.type, "at": at, "strength": assoc.strength}, not explicit

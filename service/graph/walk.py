@@ -13,6 +13,7 @@ from typing import Any
 
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
+from service.storage.queries import IMPORTANCE_SORT, ids_query
 
 # Edges read per depth level: bounds the work a hub memory can cause (3 levels x 1,000 edges).
 RELATED_SCAN_CAP = 1000
@@ -72,7 +73,5 @@ def related_memories(
             break
     if not walk.reached:
         return []
-    query = {"bool": {"filter": [{"term": {"bank": memories.bank}}, {"ids": {"values": list(walk.reached)}}]}}
-    sort = [{"importance": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}, {"id": "asc"}]
-    page, _ = memories.page(query, sort, size=limit, offset=0)
+    page, _ = memories.page(ids_query(memories.bank, list(walk.reached)), IMPORTANCE_SORT, size=limit, offset=0)
     return [(walk.reached[mid], source) for mid, source in page]

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
+from service.graph.registry import EXPANDABLE_TYPES
 from service.recall.queries import SOURCE_EXCLUDES, cosine_fields, with_cosine
-from service.relations import EXPANDABLE_TYPES
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
+from service.storage.queries import IMPORTANCE_SORT
 
 # AutoMem recall.py `_expand_related_memories(seed_score_boost=0.25)`: relation component =
 # edge strength + 0.25 x the seed's final score.
@@ -155,11 +156,7 @@ def entity_query(
         query["bool"]["must_not"] = [{"ids": {"values": list(exclude_ids)}}]
     if text:
         query["bool"]["should"] = [{"match": {"content": {"query": text}}}]
-    sort: list[Any] = (["_score"] if text else []) + [
-        {"importance": {"order": "desc", "missing": "_last"}},
-        {"timestamp": {"order": "desc", "missing": "_last"}},
-        {"id": "asc"},
-    ]
+    sort: list[Any] = (["_score"] if text else []) + IMPORTANCE_SORT
     buckets = {e: {"terms": {"entities": entity_spellings(e)}} for e in entities}
     top: dict[str, Any] = {"size": per_entity, "sort": sort, "_source": {"excludes": SOURCE_EXCLUDES}}
     if vector is not None:
