@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             log.info("OPENSEARCH_URL not set: using the local node at %s", url)
         client = make_client(url, cfg)
         model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
-        await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
+        await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension, embedder=model))
         state = app.state
         state.settings, state.client, state.embedder, state.opensearch_url = cfg, client, model, url
         state.memories = MemoryStore(

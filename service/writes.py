@@ -113,6 +113,7 @@ class MemoryWriter:
             "t_valid": _iso_field(f"{where}t_valid", req.t_valid),
             "t_invalid": _iso_field(f"{where}t_invalid", req.t_invalid),
             "archived": bool(req.archived),
+            "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
         }
         if req.relevance_score is not None:
             doc["relevance_score"] = req.relevance_score
@@ -200,13 +201,14 @@ class MemoryWriter:
             self._check_content(req.content)
             changes["content"] = req.content
             if req.embedding is None:
+                changes["embedding_model"] = self.embedder.short_name
                 try:
                     changes["embedding"] = self.embedder.embed_documents([req.content])[0]
                 except EmbeddingError as exc:
                     raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
         if req.embedding is not None:
             self.check_embedding(req.embedding)
-            changes["embedding"] = req.embedding
+            changes["embedding"], changes["embedding_model"] = req.embedding, None
         if "type" in given and req.type is not None:
             changes["type"], _ = normalize_type(req.type)
         for name in ("importance", "confidence", "relevance_score", "archived"):
