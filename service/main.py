@@ -9,7 +9,7 @@ import anyio
 from fastapi import FastAPI
 
 from service import __version__
-from service.api.routes import associate, by_tag, graph, health, memory, recall
+from service.api.routes import admin, associate, by_tag, graph, health, memory, recall
 from service.associations import AssociationService
 from service.config import Settings, get_settings
 from service.embedding import Embedder
@@ -80,4 +80,5 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.include_router(associate.router)
     app.include_router(graph.router)
     app.include_router(recall.router)
+    app.include_router(admin.router)
     return app

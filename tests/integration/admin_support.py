@@ -61,3 +61,36 @@ def populate(api) -> dict[str, str]:
     link(api, ids["old"], ids["new"], "EVOLVED_INTO", 0.9, reason="schedule changed")
     link(api, ids["vec"], ids["pg"], "DERIVED_FROM", 0.7, transformation="summary")
     return ids
+
+
+def export_bytes(api, *, bank: str | None = None, **kwargs) -> bytes:
+    from service.admin.export import export_lines
+
+    settings = api.app.state.settings
+    return b"".join(export_lines(api.app.state.client, memories_alias=settings.memories_alias, edges_alias=settings.edges_alias,
+                                 bank=bank or settings.default_bank, **kwargs))
+
+
+def wipe(api, os_client) -> None:
+    """Delete every memory and edge of the app's bank (the indices stay)."""
+    settings = api.app.state.settings
+    for alias in (settings.memories_alias, settings.edges_alias):
+        os_client.indices.refresh(index=alias)
+        os_client.delete_by_query(index=alias, body={"query": {"term": {"bank": settings.default_bank}}}, refresh=True)
+        assert os_client.count(index=alias, body={"query": {"term": {"bank": settings.default_bank}}})["count"] == 0
+
+
+def members(archive: bytes) -> dict[str, bytes]:
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def member_json(found: dict[str, bytes], prefix: str) -> dict:
+    import gzip
+    import json
+
+    (name,) = [n for n in found if n.startswith(prefix)]
+    return json.loads(gzip.decompress(found[name]))
