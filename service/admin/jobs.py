@@ -63,7 +63,8 @@ class FailureLog:
     def close(self) -> Path | None:
         if self.fh is not None:
             self.fh.close()
-        return self.path if self.count else None
+        earlier = self.append and self.path.is_file() and self.path.stat().st_size > 0  # a resumed run's first part
+        return self.path if self.count or earlier else None
 
 
 def _bar(total: int | None, initial: int, desc: str, enabled: bool):

@@ -60,8 +60,9 @@ def _maybe_gzip(stream: io.BufferedReader) -> IO[bytes]:
     return gzip.GzipFile(fileobj=stream) if stream.peek(2)[:2] == GZIP_MAGIC else stream
 
 
-def read_lines(stream: IO[bytes], *, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | Exception]]:
+def read_lines(stream: IO[bytes], *, max_bytes: int | None = None) -> Iterator[tuple[int, bytes | Exception]]:
     """(line number, raw line) for every non-blank line; a line over `max_bytes` yields an exception instead."""
+    max_bytes = max_bytes or MAX_LINE_BYTES
     number = 0
     while True:
         raw = stream.readline(max_bytes + 1)
