@@ -18,6 +18,8 @@ from service.storage.client import engine_errors
 from service.storage.migrations import current_index
 
 DEFAULT_REPOSITORY = "engram"
+# Creating or restoring waits for completion: far longer than an ordinary request may take.
+SNAPSHOT_TIMEOUT_S = 6 * 3600
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class SnapshotInfo:
 def ensure_repository(client: OpenSearch, name: str, location: str | None) -> None:
     """Register a file-system repository at `location` (under path.repo), or check `name` exists."""
     with engine_errors(f"read snapshot repository {name}"):
-        known = client.snapshot.get_repository(params={"ignore_unavailable": "true"}) or {}
+        known = client.snapshot.get_repository() or {}
     if name in known and (location is None or known[name].get("settings", {}).get("location") == location):
         return
     if location is None:
@@ -56,7 +58,8 @@ def default_name(prefix: str, now: datetime | None = None) -> str:
 def create(client: OpenSearch, repository: str, name: str, indices: list[str]) -> SnapshotInfo:
     body = {"indices": ",".join(indices), "include_global_state": False, "ignore_unavailable": False}
     with engine_errors(f"create snapshot {name}"):
-        resp = client.snapshot.create(repository=repository, snapshot=name, body=body, params={"wait_for_completion": "true"})
+        resp = client.snapshot.create(repository=repository, snapshot=name, body=body, params={"wait_for_completion": "true"},
+                                      request_timeout=SNAPSHOT_TIMEOUT_S)
     info = _info(resp["snapshot"])
     if info.state != "SUCCESS":
         raise EngramError(f"snapshot {name} ended {info.state} ({info.shards_failed} shards failed)")
@@ -91,8 +94,8 @@ def restore(client: OpenSearch, repository: str, name: str, aliases: list[str], 
             client.indices.update_aliases(body={"actions": actions})
         client.snapshot.restore(repository=repository, snapshot=name, body={"indices": ",".join(snap.indices), "include_aliases": True,
                                                                                "include_global_state": False},
-                                params={"wait_for_completion": "true"})
-        client.cluster.health(index=list(snap.indices), wait_for_status="yellow", params={"timeout": "60s"})
+                                params={"wait_for_completion": "true"}, request_timeout=SNAPSHOT_TIMEOUT_S)
+        client.cluster.health(index=list(snap.indices), wait_for_status="yellow", request_timeout=SNAPSHOT_TIMEOUT_S)
     return list(snap.indices)
 
 
