@@ -7,13 +7,13 @@ import never re-dates anything. A superseding edge (INVALIDATED_BY, EVOLVED_INTO
 the superseded memory unless that memory already holds the entry (an export line carries its
 supersessions exactly; recording them again would reorder them).
 
-Per batch: one mget for the ends, one for the stored edges' times, one bulk of edges, and for
+Per batch: one mget for the ends the caller has not just written, one for the stored edges' times, one bulk of edges, and for
 superseding edges one mget of the superseded memories and one bulk of supersession scripts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -40,9 +40,11 @@ class EdgeWriter:
         self.alias = edges_alias
         self.refresh = refresh
 
-    def write(self, records: Sequence[EdgeRecord], now: datetime) -> list[EdgeOutcome]:
+    def write(self, records: Sequence[EdgeRecord], now: datetime, *, known: Set[str] = frozenset()) -> list[EdgeOutcome]:
+        """`known`: memories the caller has just written itself. They are not looked up: a realtime
+        get of a memory not refreshed yet makes the engine refresh, once per request, mid-load."""
         outcomes = [EdgeOutcome() for _ in records]
-        found = self.memories.existing([x for r in records for x in (r.source_id, r.target_id)])
+        found = set(known) | self.memories.existing([x for r in records for x in (r.source_id, r.target_id) if x not in known])
         todo: list[int] = []
         for i, r in enumerate(records):
             missing = next((x for x in (r.source_id, r.target_id) if x not in found), None)

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -60,6 +61,8 @@ WORKERS = 3
 ID_NAMESPACE = uuid.UUID("6f1c1a52-7d0e-4c55-9a6e-3f0f6f0b9e61")
 # Timestamps a record may leave out; the stored ones then stay.
 KEPT_WHEN_ABSENT = ("timestamp", "updated_at", "last_accessed")
+# Batches whose ids are remembered as written (an edge's end among them needs no lookup): 10 x 500 ids.
+RECENT_BATCHES = 10
 
 
 @dataclass
@@ -161,6 +164,8 @@ class Importer:
         self._done: set[int] = set()
         self._confirmed_seq = -1
         self._lines: dict[int, int] = {}
+        # Ids of the latest batches written: edges to them need no existence lookup (bounded).
+        self._recent: deque[set[str]] = deque(maxlen=RECENT_BATCHES)
 
     # --- the whole run ---------------------------------------------------------------------------
     def run(self, records: Iterable[tuple[int, Any]]) -> ImportReport:
@@ -337,6 +342,7 @@ class Importer:
                 stored.append(it)
         with self._lock:
             self.report.stored += len(stored)
+            self._recent.append({it.prepared.memory_id for it in stored})
         self._write_edges([(it.line, e) for it in stored for e in it.edges] + batch.edges, final=False)
         self.on_progress(batch.size)
         self._confirm(batch)
@@ -358,7 +364,9 @@ class Importer:
         for start in range(0, len(pairs), BATCH_SIZE):
             chunk = pairs[start : start + BATCH_SIZE]
             try:
-                outcomes = self.edge_writer.write([e for _, e in chunk], utcnow())
+                with self._lock:
+                    known = set().union(*self._recent)
+                outcomes = self.edge_writer.write([e for _, e in chunk], utcnow(), known=known)
             except EngramError as exc:
                 for line, e in chunk:
                     self._edge_failed(line, asdict(e), exc.message)
