@@ -181,7 +181,9 @@ def backup_to(
     settings: Settings, client: OpenSearch, folder: Path, *, bank: str, include: tuple[str, ...], model: str, vector_size: int,
     progress: bool = False,
 ) -> BackupResult:
-    total = None
+    from service.storage import transfer
+
+    total = transfer.count(client, settings.memories_alias, {"term": {"bank": bank}}) if progress else None
     bar = _bar(total, 0, "backup", progress)
     try:
         return write_backup(client, memories_alias=settings.memories_alias, edges_alias=settings.edges_alias, bank=bank,

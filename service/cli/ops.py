@@ -32,19 +32,23 @@ snapshot = typer.Typer(help="OpenSearch snapshots of the store's indices: the ro
 dashboards = typer.Typer(help="OpenSearch Dashboards saved objects (index patterns, searches, visualizations).", no_args_is_help=True)
 
 
+def passthrough(module: str):
+    """A command that hands its arguments to `module.main(argv)` (a tool with its own parser)."""
+
+    def command(ctx: typer.Context) -> None:
+        raise typer.Exit(int(importlib.import_module(module).main(list(ctx.args)) or 0))
+
+    return command
+
+
 def register(app: typer.Typer) -> None:
-    app.command("serve", **PASS_THROUGH, help="Run the API (HOST/PORT and all settings from the environment; --help for options).")(serve)
+    app.command("serve", **PASS_THROUGH, help="Run the API (HOST/PORT and all settings from the environment; --help for options).")(
+        passthrough("service.__main__"))
     app.add_typer(engine, name="engine")
     app.add_typer(snapshot, name="snapshot")
     app.add_typer(dashboards, name="dashboards")
     app.command("bench", **PASS_THROUGH, help="Run a benchmark: " + "; ".join(f"{k} ({v})" for k, v in BENCHES.items())
                 + ". `engram bench NAME --help` for its options.")(bench)
-
-
-def serve(ctx: typer.Context) -> None:
-    from service.__main__ import main as serve_main
-
-    raise typer.Exit(serve_main(list(ctx.args)))
 
 
 def bench(ctx: typer.Context) -> None:

@@ -67,13 +67,15 @@ def ensure_index(
     """Put the template, then create, update or migrate the index behind `alias`; return its name."""
     version = rendered["version"]
     body = rendered["template"]
-    with engine_errors(f"apply index template {alias}"):
-        client.indices.put_index_template(name=alias, body={"index_patterns": [f"{alias}-v*"], "version": version, "template": body})
+    with engine_errors(f"read {alias}"):
         if not client.indices.exists_alias(name=alias) and client.indices.exists(index=alias):
             raise EngramError(f"{alias} exists as a concrete index, not an alias; rename it or change INDEX_PREFIX")
     current = migrations.current_index(client, alias)
     state = migrations.state_of(client, alias, current) if current else None
     step = migrations.plan(state, version, dimension)
+    if step.action != "newer":  # an older template never replaces the one a newer version put
+        with engine_errors(f"apply index template {alias}"):
+            client.indices.put_index_template(name=alias, body={"index_patterns": [f"{alias}-v*"], "version": version, "template": body})
     if step.action == "create":
         index = f"{alias}-v{migrations.next_generation(client, alias)}"
         with engine_errors(f"create {index}"):

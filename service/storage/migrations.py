@@ -144,11 +144,13 @@ def migrate(
     """Copy `source` (the index behind `alias`) into the next generation, created from the index
     template already put for `alias`, and swap the alias to it. Returns the new index's name."""
     target = _fresh_target(client, alias)
-    total = transfer.count(client, source)
-    log.info("migrating %s: %s -> %s (%d documents)", alias, source, target, total)
     started = time.monotonic()
     _set(client, source, {"index.blocks.write": True})
     try:
+        with engine_errors(f"refresh {source}"):
+            client.indices.refresh(index=source)  # the last writes before the block are copied too
+        total = transfer.count(client, source)
+        log.info("migrating %s: %s -> %s (%d documents)", alias, source, target, total)
         with engine_errors(f"create {target}"):
             client.indices.create(index=target, body={"settings": {"index": {"refresh_interval": "-1"}}})
         copied = 0

@@ -83,14 +83,11 @@ def test_export_with_vectors_moves_them_as_they_are(api, make_client, tmp_path):
     out = tmp_path / "with-vectors.jsonl"
     assert cli("export", *engine_args(api), "--vectors", "-o", str(out), "--no-progress") == 0
     other = fast_api(make_client)
-    summary_file = tmp_path / "s.json"
-    code = cli("import", str(out), *engine_args(other), "--no-progress", "--json")
-    assert code == 0
+    assert cli("import", str(out), *engine_args(other), "--no-progress", "--json") == 0
     ids = [json.loads(line)["id"] for line in out.read_bytes().splitlines() if b'"content"' in line]
     a, b = api.app.state.memories.vectors(ids), other.app.state.memories.vectors(ids)
     assert all(a[i][0] == pytest.approx(b[i][0]) for i in ids)
     assert export_bytes(other, vectors=True) == out.read_bytes()
-    del summary_file
 
 
 def test_export_by_tags_keeps_only_edges_between_exported_memories(api, tmp_path):

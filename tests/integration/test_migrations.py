@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.main import create_app
-from service.storage import bootstrap, migrations
+from service.storage import bootstrap
 from tests.integration.admin_support import ADMIN_HEADERS, HashEmbedder, populate, unit
 from tests.integration.support import fast_api, recall
 
@@ -154,5 +154,20 @@ def test_another_vector_size_reembeds_into_a_new_index(make_client, os_client, e
         # Nothing is left for the re-embedder: every memory carries the configured model's id.
         resp = again.post("/admin/reembed", json={}, headers=ADMIN_HEADERS)
         assert resp.status_code == 200 and resp.json()["processed"] == 0, resp.text
+    finally:
+        again.__exit__(None, None, None)
+
+
+def test_an_index_from_a_newer_template_is_used_as_it_is(make_client, os_client, embedder):
+    api = make_client()
+    settings = api.app.state.settings
+    index = f"{settings.memories_alias}-v1"
+    os_client.indices.put_mapping(index=index, body={"_meta": {"engram": {"template": "memories", "version": 7}}})
+    os_client.indices.put_index_template(name=settings.memories_alias, body={"index_patterns": [f"{settings.memories_alias}-v*"], "version": 7, "template": {}})
+    again = restart(api, embedder)
+    try:
+        assert list(os_client.indices.get_alias(name=settings.memories_alias)) == [index]
+        assert os_client.indices.get_index_template(name=settings.memories_alias)["index_templates"][0]["index_template"]["version"] == 7
+        assert again.post("/memory", json={"content": "still served"}).status_code == 201
     finally:
         again.__exit__(None, None, None)
