@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from service.admin.records import DERIVED
 from service.errors import BadRequest
 
@@ -132,10 +134,16 @@ def edge_record(source_id: str, target_id: str, rel: Mapping[str, Any]) -> dict[
     return {**props, "memory1_id": source_id, "memory2_id": target_id, "type": rel.get("type")}
 
 
-def vector_of(raw: Any) -> list[float] | None:
-    """A point's vector: a list, or the first of a named-vector map."""
+def vector_of(raw: Any) -> np.ndarray | None:
+    """A point's vector (float32): a list of numbers, or the first list of a named-vector map."""
     if isinstance(raw, dict):
         raw = next((v for v in raw.values() if isinstance(v, list)), None)
-    if isinstance(raw, list) and raw and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw):
-        return [float(x) for x in raw]
-    return None
+    if not isinstance(raw, list) or not raw:
+        return None
+    try:
+        vector = np.asarray(raw)  # numbers only: strings, booleans and nested lists give another dtype or shape
+    except (ValueError, TypeError):
+        return None
+    if vector.ndim != 1 or vector.dtype.kind not in "iuf" or not np.isfinite(vector).all():
+        return None
+    return vector.astype(np.float32)

@@ -207,7 +207,7 @@ class ArchiveReader:
             if not isinstance(p, dict) or p.get("id") is None:
                 continue
             vector = archive.vector_of(p.get("vector"))
-            rows.append((str(p["id"]), array("f", vector).tobytes() if vector else None, json.dumps(p.get("payload") or {})))
+            rows.append((str(p["id"]), vector.tobytes() if vector is not None else None, json.dumps(p.get("payload") or {})))
             if len(rows) >= SQL_CHUNK:
                 self._insert_points(rows)
         self._insert_points(rows)

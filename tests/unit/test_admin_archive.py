@@ -57,9 +57,12 @@ def test_memory_record_from_an_automem_node():
 
 
 @pytest.mark.parametrize("raw, expected", [([1, 0.5], [1.0, 0.5]), ({"default": [0.25]}, [0.25]), ([], None), (None, None),
-                                           (["x"], None), ([True], None), ({"sparse": {"indices": []}}, None)])
+                                           (["x"], None), ([True], None), ([[1.0], [2.0]], None), ([1.0, [2.0]], None),
+                                           ([float("nan")], None), ({"sparse": {"indices": []}}, None)])
 def test_vector_of(raw, expected):
-    assert archive.vector_of(raw) == expected
+    vector = archive.vector_of(raw)
+    assert (None if vector is None else vector.tolist()) == expected
+    assert vector is None or vector.dtype == "float32"
 
 
 def test_tar_stream_reads_back(tmp_path):
