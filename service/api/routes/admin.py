@@ -16,7 +16,6 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import StreamingResponse
-from starlette.background import BackgroundTask
 
 from service.admin import archive
 from service.admin.backup import tar_gz, write_backup
@@ -60,10 +59,16 @@ def backup(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+    def stream():
+        try:
+            yield from tar_gz(result.members)
+        finally:  # also when the client goes away mid-download
+            shutil.rmtree(folder, ignore_errors=True)
+
     return StreamingResponse(
-        tar_gz(result.members), media_type="application/gzip",
+        stream(), media_type="application/gzip",
         headers={"Content-Disposition": f'attachment; filename="{archive.archive_name(result.timestamp)}"', "Cache-Control": "no-store"},
-        background=BackgroundTask(shutil.rmtree, folder, True),
     )
 
 
