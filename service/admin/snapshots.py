@@ -39,8 +39,14 @@ def ensure_repository(client: OpenSearch, name: str, location: str | None) -> No
         return
     if location is None:
         raise BadRequest(f"no snapshot repository {name!r}: pass --location (a folder under the node's path.repo)")
-    with engine_errors(f"register snapshot repository {name}"):
-        client.snapshot.create_repository(repository=name, body={"type": "fs", "settings": {"location": location}})
+    try:
+        with engine_errors(f"register snapshot repository {name}"):
+            client.snapshot.create_repository(repository=name, body={"type": "fs", "settings": {"location": location}})
+    except EngramError as exc:
+        if "path.repo" not in exc.message:
+            raise
+        raise BadRequest(f"{exc.message}. The folder must be under the node's path.repo; a local node started before it had one "
+                         "gets it at its next start (engram engine stop, then engram engine start)") from exc
 
 
 def store_indices(client: OpenSearch, aliases: list[str]) -> list[str]:
