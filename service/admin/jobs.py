@@ -130,9 +130,8 @@ def import_file(
                         continue
                     yield line, raw
             report = importer.run(records())
-        if state and state_path:
-            state.complete, state.deferred = True, []
-            state.save(state_path)
+        if state_path:
+            state_path.unlink(missing_ok=True)  # done: nothing left to resume
     finally:
         bar.close()
         failed = log.close()

@@ -1,9 +1,9 @@
 """Reading import files: JSONL / NDJSON, gzip or not, line by line with a size cap, and the resume state.
 
-The resume state (`FILE.import-state.json`) records the last line whose batch — and every batch
-before it — was acknowledged by the engine, the edges still waiting for a memory that comes later,
-and a fingerprint of the file's head, so `--resume` continues exactly there and refuses a file
-that changed.
+The resume state (`FILE.import-state.json`, removed when the import completes) records the last
+line whose batch — and every batch before it — was acknowledged by the engine, the edges still
+waiting for a memory that comes later, and a fingerprint of the file's head, so `--resume`
+continues exactly there and refuses a file that changed.
 """
 
 from __future__ import annotations
@@ -101,7 +101,6 @@ class ResumeState:
     head: str
     line: int = 0  # every line up to this one is done
     deferred: list[dict[str, Any]] = field(default_factory=list)
-    complete: bool = False
 
     @classmethod
     def load(cls, path: Path) -> ResumeState | None:

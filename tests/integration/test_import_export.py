@@ -145,7 +145,7 @@ def test_resume_after_an_interrupted_import(api, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         import_file(settings, source, embedder=embedder, batch_size=100, progress=False)
     state = sources.ResumeState.load(tmp_path / "big.jsonl.import-state.json")
-    assert state.line == 600 and not state.complete  # six batches of 100 confirmed; the seventh was never sent
+    assert state.line == 600  # six batches of 100 confirmed; the seventh was never sent
     assert [d["edge"]["target_id"] for d in state.deferred] == [later]
     api.app.state.memories.refresh_now()
     assert api.app.state.memories.count() == 599  # line 301 is the broken one
@@ -157,7 +157,7 @@ def test_resume_after_an_interrupted_import(api, tmp_path, monkeypatch):
     assert api.app.state.edges.count() >= 1 and api.app.state.client.exists(index=settings.edges_alias, id=f"{first}|LEADS_TO|{later}")
     entries = [json.loads(x) for x in failed.read_text().splitlines()]
     assert [(e["line"], e["stage"]) for e in entries] == [(301, "parse")]  # kept from the first run, nothing new
-    assert sources.ResumeState.load(tmp_path / "big.jsonl.import-state.json").complete
+    assert not (tmp_path / "big.jsonl.import-state.json").exists()  # complete: nothing left to resume
     again, _ = import_file(settings, source, embedder=embedder, batch_size=100, progress=False)
     assert again.stored == 1000 and api.app.state.memories.count() == 1000  # a full re-run: no duplicate
 
@@ -170,6 +170,9 @@ def test_resume_refuses_a_changed_file(api, tmp_path):
     with pytest.raises(BadRequest, match="nothing was interrupted"):
         import_file(settings, source, embedder=embedder, resume=True, progress=False)
     import_file(settings, source, embedder=embedder, progress=False)
+    with pytest.raises(BadRequest, match="nothing was interrupted"):  # complete: its state is gone
+        import_file(settings, source, embedder=embedder, resume=True, progress=False)
+    sources.ResumeState(str(source), sources.fingerprint(source), line=1).save(tmp_path / "a.jsonl.import-state.json")  # as an interrupted run leaves it
     source.write_bytes(b'{"id": "x2", "content": "other"}\n')
     with pytest.raises(BadRequest, match="changed since"):
         import_file(settings, source, embedder=embedder, resume=True, progress=False)
