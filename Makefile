@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 	@echo "installing dependencies into $(VENV) (torch is large: a few minutes on a fresh machine) ..."
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(DEPS)
+	$(PY) -m pip install --quiet --no-deps -e .  # the `engram` command ($(VENV)/bin/engram), run from the working tree
 	@touch $(STAMP)
 
 install: $(STAMP) ## create the virtual environment and install dependencies

@@ -58,5 +58,8 @@ def require_admin_token(
     given = admin or request.headers.get("x-admin-api-key")
     if expected is None:
         raise Forbidden("Admin endpoints are disabled: ADMIN_API_TOKEN is not configured")
+    if _matches(expected, request.app.state.settings.automem_api_token):
+        # Else the regular token alone would open /backup (spec 003: it must not).
+        raise Forbidden("Admin endpoints are disabled: ADMIN_API_TOKEN must differ from AUTOMEM_API_TOKEN")
     if not _matches(given, expected):
         raise Forbidden("Admin token required: send X-Admin-Token or X-Admin-Api-Key")

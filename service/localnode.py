@@ -135,6 +135,11 @@ class LocalNode:
         return self.folder / "node.json"
 
     @property
+    def snapshot_dir(self) -> Path:
+        """The node's path.repo: `engram snapshot` registers its file-system repository here."""
+        return self.folder / "snapshots"
+
+    @property
     def log_file(self) -> Path:
         return self.folder / "logs" / "node.out"
 
@@ -170,7 +175,7 @@ class LocalNode:
         if not port or not port_is_free(port):
             port = free_port()
         folder = self.folder
-        for sub in ("data", "logs", "home"):
+        for sub in ("data", "logs", "home", "snapshots"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         config = folder / "opensearch.yml"
         config.write_text(
@@ -179,6 +184,7 @@ class LocalNode:
                     f"path.home: {folder / 'home'}",
                     f"path.data: {folder / 'data'}",
                     f"path.logs: {folder / 'logs'}",
+                    f"path.repo: {self.snapshot_dir}",
                     f"cluster.name: engram-{self.name}",
                     f"node.name: engram-{self.name}",
                     "discovery.type: single-node",

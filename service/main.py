@@ -12,7 +12,7 @@ from service import __version__
 from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
-from service.api.routes import associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
+from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.graph.links import AssociationService
 from service.config import Settings, get_settings
 from service.consolidation.scheduler import build_consolidation
@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         client = make_client(url, cfg)
         try:
             model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
-            await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension))
+            await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension, embedder=model))
         except BaseException:
             client.close()
             raise
@@ -136,4 +136,5 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.include_router(stream.router)
     app.include_router(consolidate.router)
     app.include_router(insights.router)
+    app.include_router(admin.router)
     return app

@@ -128,6 +128,7 @@ class MemoryWriter:
             "t_valid": _iso_field(f"{where}t_valid", req.t_valid),
             "t_invalid": _iso_field(f"{where}t_invalid", req.t_invalid),
             "archived": bool(req.archived),
+            "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
         }
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         if req.relevance_score is not None:
@@ -273,7 +274,9 @@ class MemoryWriter:
             except EmbeddingError as exc:
                 raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
         updated_at = _iso_field("updated_at", req.updated_at) or iso(utcnow())
-        current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at))
+        # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
+        model_id = None if req.embedding is not None else self.embedder.short_name
+        current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
         return {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
 
     def delete(self, memory_id: str) -> None:
@@ -298,13 +301,15 @@ class MemoryWriter:
         return edges, self.store.clear_supersessions(ids)
 
 
-def patch_changes(current: dict[str, Any], req: MemoryUpdate, given: dict[str, Any], vector: list[float] | None, updated_at: str) -> dict[str, Any]:
+def patch_changes(
+    current: dict[str, Any], req: MemoryUpdate, given: dict[str, Any], vector: list[float] | None, updated_at: str, model_id: str | None,
+) -> dict[str, Any]:
     """The partial document a PATCH writes over `current` (pure; re-run if `current` moved on)."""
     changes: dict[str, Any] = {}
     if req.content is not None:
         changes["content"] = req.content
     if vector is not None:
-        changes["embedding"] = vector
+        changes["embedding"], changes["embedding_model"] = vector, model_id
     if req.type is not None:
         changes["type"], _ = canonical_type(req.type)
     for name in ("importance", "confidence", "relevance_score", "archived"):

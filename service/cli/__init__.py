@@ -1,1 +1,1 @@
-"""Command-line tools: `python -m service.cli.importer` (bulk import of JSONL memories), `engram ...`."""
+"""The `engram` command (service/cli/main.py) and its subcommands."""

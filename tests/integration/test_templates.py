@@ -36,22 +36,15 @@ def test_startup_is_idempotent_and_keeps_data(make_client, engine_url, embedder)
         assert again.get(f"/memory/{memory_id}").status_code == 200
 
 
-def test_dimension_mismatch_refuses_to_start(make_client, embedder):
-    from fastapi.testclient import TestClient
-
-    from service.errors import EngramError
-    from service.main import create_app
-
-    api = make_client()
-    settings = api.app.state.settings
-
-    class Wide:
-        dimension = 768
-        short_name = "wide"
-        model_name = "wide"
-
+def test_dimension_mismatch_without_a_model_to_reembed_refuses(make_client, os_client):
+    # The service passes its embedder and migrates (tests/integration/test_migrations.py); a caller
+    # that has no model to fill the new vectors with is refused rather than left with a broken mapping.
     import pytest
 
+    from service.errors import EngramError
+    from service.storage.bootstrap import ensure_indices
+
+    settings = make_client().app.state.settings
     with pytest.raises(EngramError, match="384-dimensional"):
-        with TestClient(create_app(settings, embedder=Wide())):
-            pass
+        ensure_indices(os_client, settings, 768)
+    assert list(os_client.indices.get_alias(name=settings.memories_alias)) == [f"{settings.memories_alias}-v1"]

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from service.api.deps import AdminAuth, ApiAuth
 from service.errors import BadRequest, EngineUnavailable
 from service.tags import split_list_param
-from service.writes import valid_id
+from service.schemas.memory import valid_id
 
 router = APIRouter(tags=["enrichment"])
 

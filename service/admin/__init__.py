@@ -1,0 +1,1 @@
+"""Admin and data lifecycle: backup and restore, export and import, re-embedding, snapshots."""

@@ -1,0 +1,117 @@
+"""POST /admin/reembed (spec 003: Admin): new vectors for memories the configured model did not make.
+
+Every memory records the model of its vector (`embedding_model`; none for a vector a client sent).
+Without `force` only memories whose model differs from the configured one are re-embedded, so a
+second call finds nothing to do; with `force` all are. AutoMem's order: newest first, `limit` caps
+the number attempted, `batch_size` (at most 100) texts per embedding call and per bulk request.
+
+A re-embedding is an update of the vector and its model only, by a script that does nothing when
+the content changed since it was read: a concurrent PATCH (which embeds its new content itself)
+always wins. A model with another vector size never gets here: start-up migrates the index
+(service/storage/migrations.py) with the new model before the service answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.embedding import EmbeddingError
+from service.errors import EngramError
+from service.storage import transfer
+from service.storage.memories import MemoryStore
+
+log = logging.getLogger("engram.reembed")
+
+MAX_BATCH = 100  # AutoMem: min(batch_size, 100)
+ORDER: list[dict] = [{"timestamp": {"order": "desc", "missing": "_last"}}, {"id": "asc"}]
+FAILED_IDS_SHOWN = 10  # AutoMem returns the first 10 failed ids
+# Runs after the store's carry-vector prefix: the new vector replaces the carried one only if the
+# content is still the one that was embedded.
+REPLACE_VECTOR = """
+if (ctx._source.content != params.content) { ctx.op = 'noop'; return; }
+ctx._source.embedding = params.new_embedding;
+ctx._source.embedding_model = params.model;
+"""
+
+
+@dataclass
+class ReembedResult:
+    model: str
+    dimension: int
+    batch_size: int
+    processed: int = 0
+    failed: int = 0
+    total: int = 0
+    failed_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": "complete", "processed": self.processed, "failed": self.failed, "total": self.total,
+            "batch_size": self.batch_size, "model": self.model, "dimension": self.dimension,
+        }
+        if self.failed_ids:
+            out["failed_ids"] = self.failed_ids[:FAILED_IDS_SHOWN]
+            if len(self.failed_ids) > FAILED_IDS_SHOWN:
+                out["failed_ids_truncated"] = True
+        return out
+
+
+def stale_query(bank: str, model: str, *, force: bool) -> dict:
+    """The memories to re-embed: all of the bank with `force`, else those another model (or none) made."""
+    query: dict = {"bool": {"filter": [{"term": {"bank": bank}}]}}
+    if not force:
+        query["bool"]["must_not"] = [{"term": {"embedding_model": model}}]
+    return query
+
+
+def reembed(
+    store: MemoryStore, embedder, *, batch_size: int = 32, limit: int | None = None, force: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ReembedResult:
+    batch_size = max(1, min(batch_size, MAX_BATCH))
+    model = embedder.short_name
+    result = ReembedResult(model, embedder.dimension, batch_size)
+    query = stale_query(store.bank, model, force=force)
+    for page in transfer.scan(store.client, store.alias, query=query, sort=ORDER, excludes=("embedding", "metadata")):
+        if limit is not None:
+            page = page[: max(0, limit - result.total)]
+        for start in range(0, len(page), batch_size):
+            _batch(store, embedder, page[start : start + batch_size], result)
+            if progress:
+                progress(len(page[start : start + batch_size]))
+        if limit is not None and result.total >= limit:
+            break
+    store.refresh_now()
+    log.info("re-embedded %d memories with %s (%d failed)", result.processed, model, result.failed)
+    return result
+
+
+def _batch(store: MemoryStore, embedder, docs: list[transfer.Doc], result: ReembedResult) -> None:
+    result.total += len(docs)
+    try:
+        vectors = embedder.embed_documents([d.source.get("content") or "" for d in docs])
+    except EmbeddingError as exc:
+        log.warning("embedding a batch of %d failed: %s", len(docs), exc)
+        result.failed += len(docs)
+        result.failed_ids += [d.id for d in docs]
+        return
+    actions = [
+        {"_op_type": "update", "_index": store.alias, "_id": d.id, "script": {
+            "lang": "painless", "source": REPLACE_VECTOR,
+            "params": {"content": d.source.get("content"), "new_embedding": v, "model": embedder.short_name},
+        }}
+        for d, v in zip(docs, vectors)
+    ]
+    try:
+        errors = store.bulk(actions, "re-embed memories", refresh="false")
+    except EngramError as exc:
+        errors = [exc.message] * len(actions)
+    for d, err in zip(docs, errors):
+        if err:
+            result.failed += 1
+            result.failed_ids.append(d.id)
+        else:
+            result.processed += 1

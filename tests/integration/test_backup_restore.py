@@ -1,0 +1,162 @@
+"""GET /backup writes AutoMem's archive layout; POST /admin/restore reads it back (ours and AutoMem's).
+
+Backup -> wipe -> restore gives a byte-identical export; restoring twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.integration.admin_support import ADMIN_HEADERS, export_bytes, member_json, members, populate, unit, wipe
+from tests.integration.support import assert_error, fast_api, recall
+
+
+@pytest.fixture
+def api(make_client):
+    return fast_api(make_client)
+
+
+def restore(api, archive: bytes, **params):
+    resp = api.post("/admin/restore", files={"file": ("backup.tar.gz", archive, "application/gzip")}, headers=ADMIN_HEADERS, params=params)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_backup_is_automem_layout_and_restores_to_an_identical_export(api, os_client):
+    ids = populate(api)
+    # Recall first: it records access (last_accessed), which the export then includes.
+    before_recall = [r["id"] for r in recall(api, query="deployments database backup", state_mode="history", limit=10)["results"]]
+    api.app.state.memories.refresh_now()
+    before = export_bytes(api)
+
+    resp = api.get("/backup", headers=ADMIN_HEADERS)
+    assert resp.status_code == 200 and resp.headers["content-type"] == "application/gzip"
+    assert re.fullmatch(r'attachment; filename="automem-backup-\d{8}_\d{6}\.tar\.gz"', resp.headers["content-disposition"])
+    found = members(resp.content)
+    ts = re.search(r"(\d{8}_\d{6})", resp.headers["content-disposition"]).group(1)
+    assert sorted(found) == [f"falkordb/falkordb_{ts}.json.gz", "manifest.json", f"qdrant/qdrant_{ts}.json.gz"]
+
+    graph = member_json(found, "falkordb/")
+    assert graph["timestamp"] == ts and graph["stats"] == {"node_count": 6, "relationship_count": 3}
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    assert all(isinstance(k, int) and n["labels"] == ["Memory"] for k, n in nodes.items())
+    by_memory = {n["properties"]["id"]: n["properties"] for n in nodes.values()}
+    pg = by_memory[ids["pg"]]
+    assert pg["content"].startswith("Chose PostgreSQL") and pg["tags"] == ["project:alpha:db", "decision"]
+    assert isinstance(pg["metadata"], str) and '"source": "slack"' in pg["metadata"]  # a JSON string, as AutoMem stores it
+    assert pg["timestamp"] == "2024-03-01T10:00:00+00:00" and pg["importance"] == 0.9 and pg["type"] == "Decision"
+    assert isinstance(by_memory[ids["old"]]["supersessions"], str)
+    rels = {(nodes[r["source_id"]]["properties"]["id"], r["type"], nodes[r["target_id"]]["properties"]["id"]): r["properties"] for r in graph["relationships"]}
+    assert set(rels) == {(ids["pg"], "RELATES_TO", ids["backup"]), (ids["old"], "EVOLVED_INTO", ids["new"]), (ids["vec"], "DERIVED_FROM", ids["pg"])}
+    assert rels[(ids["old"], "EVOLVED_INTO", ids["new"])]["reason"] == "schedule changed"
+    assert rels[(ids["old"], "EVOLVED_INTO", ids["new"])]["strength"] == 0.9
+
+    vectors = member_json(found, "qdrant/")
+    assert vectors["stats"] == {"points_count": 6, "vector_size": 384} and vectors["timestamp"] == ts
+    points = {p["id"]: p for p in vectors["points"]}
+    assert points[ids["vec"]]["vector"] == pytest.approx(unit(3))
+    assert points[ids["pg"]]["payload"]["metadata"] == {"source": "slack", "entities": {"tools": ["PostgreSQL"]}}
+
+    import json
+
+    manifest = json.loads(found["manifest.json"])
+    assert manifest["format"] == "engram-backup" and manifest["bank"] == "default" and manifest["vector_size"] == 384
+    assert manifest["counts"]["memories"] == 6 and manifest["model"] == "all-MiniLM-L6-v2"
+
+    wipe(api, os_client)
+    assert export_bytes(api) == b""
+    body = restore(api, resp.content)
+    assert body["status"] == "success" and body["memories"] == {"restored": 6, "failed": 0, "vectors_reused": 6, "reembedded": 0}
+    assert body["edges"] == {"restored": 3, "failed": 0} and body["archive"]["source"] == "engram"
+    assert export_bytes(api) == before
+    assert [r["id"] for r in recall(api, query="deployments database backup", state_mode="history", limit=10)["results"]] == before_recall
+    assert api.app.state.memories.vectors([ids["vec"]])[ids["vec"]][0] == pytest.approx(unit(3))
+
+    again = restore(api, resp.content)  # idempotent: the same ids, nothing doubled, nothing re-dated
+    assert again["memories"]["restored"] == 6 and export_bytes(api) == before
+    assert os_client.count(index=api.app.state.settings.memories_alias)["count"] == 6
+
+
+def test_partial_backups(api):
+    populate(api)
+    only_graph = members(api.get("/backup", params={"include": "falkordb"}, headers=ADMIN_HEADERS).content)
+    assert [n.split("/")[0] for n in sorted(only_graph)] == ["falkordb", "manifest.json"]
+    only_vectors = api.get("/backup", params={"include": "qdrant"}, headers=ADMIN_HEADERS)
+    assert [n.split("/")[0] for n in sorted(members(only_vectors.content))] == ["manifest.json", "qdrant"]
+    for bad in ("", "neo4j", "falkordb,", "falkordb,,qdrant"):
+        assert_error(api.get("/backup", params={"include": bad}, headers=ADMIN_HEADERS), 400, "include must be a comma-separated subset of: falkordb,qdrant")
+
+
+def test_vectors_only_backup_restores_memories_from_the_payload(api, os_client):
+    ids = populate(api)
+    archive = api.get("/backup", params={"include": "qdrant"}, headers=ADMIN_HEADERS).content
+    wipe(api, os_client)
+    body = restore(api, archive)
+    assert body["memories"]["restored"] == 6 and body["archive"]["points_without_node"] == 6
+    got = api.get(f"/memory/{ids['pg']}").json()["memory"]
+    assert got["content"].startswith("Chose PostgreSQL") and got["metadata"]["source"] == "slack" and got["importance"] == 0.9
+
+
+def test_restore_never_moves_a_memory_out_of_another_bank(api):
+    # Memory ids are unique in the index, not per bank: restoring a bank's archive into another bank
+    # of the same store would move its memories. Each is refused instead, and the first bank is intact.
+    populate(api)
+    before = export_bytes(api)
+    resp = api.post("/admin/restore", files={"file": ("b.tar.gz", api.get("/backup", headers=ADMIN_HEADERS).content)},
+                    headers=ADMIN_HEADERS, params={"bank": "copy"})
+    body = resp.json()
+    assert resp.status_code == 200 and body["status"] == "partial_success" and body["bank"] == "copy"
+    assert body["memories"]["restored"] == 0 and body["memories"]["failed"] == 6 and body["edges"] == {"restored": 0, "failed": 3}
+    assert "is a memory of bank 'default'" in body["failures"][0]["reason"]
+    assert export_bytes(api) == before and export_bytes(api, bank="copy") == b""
+    assert_error(api.post("/admin/restore", content=b"x", headers=ADMIN_HEADERS, params={"bank": "no spaces"}), 400, "not a valid bank")
+
+
+def test_hostile_archives_are_400(api):
+    def bad(content: bytes, *fragments: str):
+        resp = api.post("/admin/restore", content=content, headers={**ADMIN_HEADERS, "Content-Type": "application/gzip"})
+        assert_error(resp, 400, *fragments)
+
+    bad(b"", "no archive")
+    bad(b"not a gzip file at all", "not a readable .tar.gz")
+    import gzip
+    import io
+    import tarfile
+
+    def tar(*entries) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for info, data in entries:
+                t.addfile(info, io.BytesIO(data) if data is not None else None)
+        return buf.getvalue()
+
+    link = tarfile.TarInfo("falkordb/link.json.gz")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    bad(tar((link, None)), "link or special file")
+    escape = tarfile.TarInfo("../../escape.json.gz")
+    escape.size = 2
+    bad(tar((escape, b"{}")), "unsafe path")
+    empty = tarfile.TarInfo("readme.txt")
+    empty.size = 2
+    bad(tar((empty, b"hi")), "no falkordb/falkordb_<timestamp>.json.gz")
+    broken = tarfile.TarInfo("falkordb/falkordb_20240101_000000.json.gz")
+    payload = gzip.compress(b'{"nodes": [{"id": 1, "labels": ["Memory"], "properties": {')
+    broken.size = len(payload)
+    bad(tar((broken, payload)), "not valid gzip JSON")
+    bomb = tarfile.TarInfo("falkordb/falkordb_20240101_000000.json.gz")
+    zeros = b"\0" * (80 * 1024 * 1024)
+    bomb.size = len(zeros)
+    bad(tar((bomb, zeros)), "expands to far more")
+    # A damaged member of our own archive: its checksum no longer matches the manifest.
+    populate(api)
+    found = members(api.get("/backup", headers=ADMIN_HEADERS).content)
+    entries = []
+    for name, data in found.items():
+        if name.startswith("qdrant/"):
+            data = gzip.compress(gzip.decompress(data).replace(b"nightly", b"daily!!"))
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        entries.append((info, data))
+    bad(tar(*entries), "does not match its checksum")

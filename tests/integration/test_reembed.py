@@ -1,0 +1,108 @@
+"""POST /admin/reembed (spec 003): memories the configured model did not embed get its vectors;
+`force` re-embeds all; `limit` and `batch_size` as AutoMem; a concurrent edit always wins."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.admin.reembed import _batch, ReembedResult
+from service.storage import transfer
+from tests.integration.admin_support import ADMIN_HEADERS, HashEmbedder, populate, unit
+from tests.integration.support import assert_error, fast_api
+from tests.integration.test_migrations import restart
+
+
+@pytest.fixture
+def api(make_client):
+    return fast_api(make_client)
+
+
+def reembed(api, **body):
+    resp = api.post("/admin/reembed", json=body, headers=ADMIN_HEADERS)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def models(api, os_client) -> dict[str, str | None]:
+    alias = api.app.state.settings.memories_alias
+    os_client.indices.refresh(index=alias)
+    return {h["_id"]: h["_source"].get("embedding_model") for h in os_client.search(index=alias, body={"size": 100})["hits"]["hits"]}
+
+
+class Renamed:
+    """The same model under another name (its files copied to another folder): new id, same vectors."""
+
+    def __init__(self, inner, name: str):
+        self.inner, self.short_name, self.model_name = inner, name, name
+        self.dimension, self.backend = inner.dimension, "renamed"
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_only_memories_of_another_model_unless_forced(api, os_client, embedder):
+    ids = populate(api)
+    assert models(api, os_client)[ids["vec"]] is None  # a client's vector: no model recorded
+    body = reembed(api)
+    assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": "all-MiniLM-L6-v2", "dimension": 384}
+    vector = api.app.state.memories.vectors([ids["vec"]])[ids["vec"]][0]
+    assert vector == pytest.approx(embedder.embed_query("A memory stored with its own vector."), abs=1e-5)
+    assert set(models(api, os_client).values()) == {"all-MiniLM-L6-v2"}
+    assert reembed(api)["processed"] == 0
+    forced = reembed(api, force=True, batch_size=4)
+    assert (forced["processed"], forced["total"], forced["batch_size"]) == (6, 6, 4)
+
+
+def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, embedder):
+    ids = populate(api)
+    reembed(api)
+    hashed = HashEmbedder(384, "hash-384")
+    other = restart(api, hashed)
+    try:
+        assert reembed(other, limit=2)["processed"] == 2  # newest first, as AutoMem
+        assert sorted(m for m in models(other, os_client).values()) == ["all-MiniLM-L6-v2"] * 4 + ["hash-384"] * 2
+        assert reembed(other)["processed"] == 4 and reembed(other)["processed"] == 0
+        content = other.get(f"/memory/{ids['backup']}").json()["memory"]["content"]
+        assert other.app.state.memories.vectors([ids["backup"]])[ids["backup"]][0] == pytest.approx(hashed.embed_query(content), abs=1e-6)
+    finally:
+        other.__exit__(None, None, None)
+    # The same model files under another name: every memory is re-embedded, to the same vectors.
+    renamed = restart(api, Renamed(embedder, "all-MiniLM-L6-v2-copy"))
+    try:
+        assert reembed(renamed)["processed"] == 6
+        content = renamed.get(f"/memory/{ids['pg']}").json()["memory"]["content"]
+        assert renamed.app.state.memories.vectors([ids["pg"]])[ids["pg"]][0] == pytest.approx(embedder.embed_query(content), abs=1e-5)
+    finally:
+        renamed.__exit__(None, None, None)
+
+
+def test_a_concurrent_edit_wins_over_a_stale_reembedding(api):
+    store = api.app.state.memories
+    mid = api.post("/memory", json={"content": "original text", "embedding": unit(5)}).json()["memory_id"]
+    (page,) = list(transfer.scan(store.client, store.alias, query={"ids": {"values": [mid]}}))
+    assert api.patch(f"/memory/{mid}", json={"content": "edited text", "embedding": unit(6)}).status_code == 200
+    result = ReembedResult("all-MiniLM-L6-v2", 384, 32)
+    _batch(store, api.app.state.embedder, page, result)  # embeds "original text", read before the edit
+    assert result.processed == 1 and result.failed == 0
+    assert store.vectors([mid])[mid][0] == pytest.approx(unit(6))  # the edit's vector stayed
+
+
+def test_bad_bodies_are_400(api):
+    for body in ({"batch_size": 0}, {"batch_size": "many"}, {"limit": 0}, {"limit": -3}, {"force": "maybe"}, [1, 2], {"bank": "a b"}):
+        assert_error(api.post("/admin/reembed", json=body, headers=ADMIN_HEADERS), 400)
+    assert_error(api.post("/admin/reembed", content=b"{not json", headers={**ADMIN_HEADERS, "Content-Type": "application/json"}), 400, "Malformed JSON")
+    assert reembed(api, batch_size=1000)["batch_size"] == 100  # AutoMem caps it at 100
+    resp = api.post("/admin/reembed", headers=ADMIN_HEADERS)  # no body at all: the defaults
+    assert resp.status_code == 200 and resp.json()["batch_size"] == 32
+
+
+def test_reembed_command_against_the_engine(api, capsys):
+    from service.cli.main import main
+
+    populate(api)
+    s = api.app.state.settings
+    assert main(["reembed", "--url", s.opensearch_url, "--prefix", s.index_prefix, "--force", "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["processed"], out["failed"], out["model"]) == (6, 0, "all-MiniLM-L6-v2")
