@@ -47,7 +47,9 @@ class Settings(BaseSettings):
     index_prefix: str = "engram"
     index_shards: int = 1
     index_replicas: int = 0  # a single local node is green only without replicas
-    default_bank: str = "default"
+    default_bank: str = "default"  # AutoMem routes act on it unless a request names a bank (X-Bank)
+    # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth.py TokenRegistry).
+    engram_tokens_file: str | None = None
     # "wait_for": a stored memory is visible to recall when the write returns (issue 2); "false" is faster.
     write_refresh: Literal["wait_for", "true", "false"] = "wait_for"
     local_node_name: str = Field(default="dev", validation_alias="ENGRAM_NODE_NAME")
@@ -155,7 +157,7 @@ class Settings(BaseSettings):
     def protected_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
 
-    @field_validator("opensearch_url", "automem_api_token", "admin_api_token", mode="before")
+    @field_validator("opensearch_url", "automem_api_token", "admin_api_token", "engram_tokens_file", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -14,6 +14,7 @@ from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
 from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.graph.links import AssociationService
+from service.auth import TokenFileError, TokenRegistry
 from service.config import Settings, get_settings
 from service.consolidation.scheduler import build_consolidation
 from service.embedding import Embedder
@@ -69,6 +70,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         check_settings(cfg)
+        try:
+            app.state.tokens = TokenRegistry.load(cfg.engram_tokens_file)
+        except TokenFileError as exc:
+            raise ConfigurationError(str(exc)) from None
         url = cfg.opensearch_url
         if not url:
             url = await anyio.to_thread.run_sync(LocalNode(cfg.local_node_name).start)

@@ -78,11 +78,29 @@ def idempotent_id(key: str, bank: str, index: int | None = None) -> str:
 
 
 class MemoryWriter:
+    """Writes into one bank: its stores' (`for_bank` gives the writer of another)."""
+
     def __init__(self, settings: Settings, store: MemoryStore, edges: EdgeStore, embedder: Embedder):
         self.settings = settings
         self.store = store
         self.edges = edges
         self.embedder = embedder
+
+    @property
+    def bank(self) -> str:
+        return self.store.bank
+
+    def for_bank(self, bank: str) -> MemoryWriter:
+        if bank == self.bank:
+            return self
+        return MemoryWriter(self.settings, self.store.for_bank(bank), self.edges.for_bank(bank), self.embedder)
+
+    def _check_ids_free(self, prepared: list[Prepared], where_of=lambda i: "") -> None:
+        """A client id already used by another bank's memory is refused (writing it would take it over)."""
+        taken = self.store.claimed_elsewhere([p.memory_id for p in prepared])
+        for i, p in enumerate(prepared):
+            if p.memory_id in taken:
+                raise Conflict(f"{where_of(i)}id {p.memory_id} is already used by a memory of another bank; choose another id")
 
     # --- validation: ONE validator for POST, batch and PATCH ------------------------------------
     def validate(self, req: MemoryFields, where: str = "", *, content: str | None = None, embedding: list[float] | None = None) -> None:
@@ -115,7 +133,7 @@ class MemoryWriter:
         timestamp = _iso_field(f"{where}timestamp", req.timestamp) or iso(now)
         doc: dict[str, Any] = {
             "id": memory_id or req.id or str(uuid.uuid4()),
-            "bank": self.settings.default_bank,
+            "bank": self.bank,
             "content": req.content,
             **derived_fields(tags, metadata),
             "type": mem_type,
@@ -157,6 +175,7 @@ class MemoryWriter:
         prepared = self.prepare(req, now, memory_id=self._keyed_id(req, idempotency_key))
         if old is not None and prepared.memory_id == req.supersedes:
             raise BadRequest("a memory cannot supersede itself")
+        self._check_ids_free([prepared])
         self._embed_missing([prepared])
         keyed = idempotency_key is not None and req.id is None
         if old is None:
@@ -170,7 +189,7 @@ class MemoryWriter:
     def _keyed_id(self, req: MemoryCreate, key: str | None, index: int | None = None) -> str | None:
         if req.id is not None or key is None:
             return req.id
-        return idempotent_id(key, self.settings.default_bank, index)
+        return idempotent_id(key, self.bank, index)
 
     def _settle(self, prepared: Prepared, error: ItemError, where: str = "") -> None:
         """A keyed create that found its memory stored already: a retry (same content) answers as the
@@ -238,6 +257,7 @@ class MemoryWriter:
         ids = [p.memory_id for p in prepared]
         if len(set(ids)) != len(ids):
             raise BadRequest("memories: duplicate id in batch")
+        self._check_ids_free(prepared, lambda i: f"memories[{i}].")
         self._embed_missing(prepared)
         keyed = [idempotency_key is not None and req.id is None for req in reqs]
         # Keyed items never overwrite (create); the others upsert as before. One bulk request each.
@@ -286,7 +306,7 @@ class MemoryWriter:
 
     def delete_by_tags(self, tags: list[str]) -> DeleteReport:
         """DELETE /memory/by-tag: the memories, their edges and the supersession state they caused."""
-        ids = self.store.ids_matching(by_tags_query(self.settings.default_bank, tags))
+        ids = self.store.ids_matching(by_tags_query(self.bank, tags))
         report = DeleteReport(matched=len(ids), deleted=self.store.delete_ids(ids))
         report.edges_deleted, report.supersessions_cleared = self._forget_graph(ids)
         return report

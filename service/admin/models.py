@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Bank names: what a keyword id may be (the memory id rule, shorter).
-BANK_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
+from service.banks import BANK_PATTERN
 
 
 class ReembedRequest(BaseModel):

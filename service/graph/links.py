@@ -69,6 +69,9 @@ class AssociationService:
         self.memories = memories
         self.edges = edges
 
+    def for_bank(self, bank: str) -> AssociationService:
+        return self if bank == self.memories.bank else AssociationService(self.memories.for_bank(bank), self.edges.for_bank(bank))
+
     def associate(self, items: list[Any], now: datetime) -> list[ItemOutcome]:
         outcomes = [ItemOutcome(i, item) for i, item in enumerate(items)]
         for o in outcomes:

@@ -9,6 +9,7 @@ Every stage but the engine calls is a pure function of its module; `recall` read
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -109,6 +110,7 @@ class RecallService:
     def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder, edges: EdgeStore | None = None):
         self.settings = settings
         self.store = store
+        self.edges = edges
         self.embedder = embedder
         self.expander = GraphExpander(store, edges) if edges is not None else None
         self.weights = weights_from(settings)
@@ -118,8 +120,20 @@ class RecallService:
             metadata_search=settings.recall_metadata_search_enabled, idf=settings.search_keyword_mode == "idf",
         )
 
+    def for_bank(self, bank: str) -> RecallService:
+        """The same service reading another bank (the stores' bank filters every query)."""
+        if bank == self.store.bank:
+            return self
+        other = copy.copy(self)
+        other.store = self.store.for_bank(bank)
+        other.edges = self.edges.for_bank(bank) if self.edges is not None else None
+        other.expander = GraphExpander(other.store, other.edges) if other.edges is not None else None
+        return other
+
     # --- the whole request ---------------------------------------------------------------------
     def recall(self, req: RecallRequest, now: datetime, defer: Callable[..., None] | None = None) -> dict:
+        if req.bank != self.store.bank:
+            return self.for_bank(req.bank).recall(req, now, defer)
         started, timings = time.perf_counter(), Timings()
         profile = context_profile(req)
         queries = query_list(req)

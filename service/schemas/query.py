@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from service.tags import split_list_param
 
-# Read by the auth layer, never a model's business.
-AUTH_PARAMETERS = frozenset({"api_key"})
+# Read by the auth and bank layers, never a model's business.
+AUTH_PARAMETERS = frozenset({"api_key", "bank"})
 
 
 def list_aliases(*names: str) -> dict[str, str]:

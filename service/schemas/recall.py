@@ -95,7 +95,7 @@ class RecallQuery(QueryModel):
             raise ValueError("offset > 0 is not supported by ranked recall: raise limit instead (or use GET /memory/by-tag)")
         return value
 
-    def to_request(self, settings, *, dimension: int, now: datetime) -> RecallRequest:
+    def to_request(self, settings, *, dimension: int, now: datetime, bank: str | None = None) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
         try:
             window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now)
@@ -109,7 +109,7 @@ class RecallQuery(QueryModel):
                 raise BadRequest(f"Invalid as_of: {exc}") from None
         state_mode = self.state_mode if self.current_only is None else ("current" if self.current_only else "history")
         return RecallRequest.from_settings(
-            settings,
+            settings, bank=bank,
             query=self.query, queries=list(self.queries),
             embedding=check_vector(self.embedding, dimension, "Invalid embedding:") if self.embedding else None,
             limit=self.limit, per_query_limit=self.per_query_limit,

@@ -9,6 +9,7 @@ a hub memory with thousands of edges cannot crowd the others out.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -93,6 +94,13 @@ class EdgeStore:
         self.alias = alias
         self.refresh = refresh
         self.bank = bank
+
+    def for_bank(self, bank: str) -> EdgeStore:
+        if bank == self.bank:
+            return self
+        other = copy.copy(self)
+        other.bank = bank
+        return other
 
     def count(self) -> int:
         with engine_errors("count edges"):

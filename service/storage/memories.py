@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import time
@@ -59,6 +60,24 @@ class MemoryStore:
         self.refresh = refresh
         self.bank = bank
         self.access_resolution_s = access_resolution_s
+
+    def for_bank(self, bank: str) -> MemoryStore:
+        """The same store (client, alias, settings) acting on another bank."""
+        if bank == self.bank:
+            return self
+        other = copy.copy(self)
+        other.bank = bank
+        return other
+
+    def claimed_elsewhere(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are memories of ANOTHER bank: ids are unique across banks, and writing one
+        would take that memory over (an index op replaces the document whatever its bank)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return set()
+        with engine_errors("check memory ids"):
+            resp = self.client.mget(index=self.alias, body={"ids": ids}, params={"_source_includes": "bank"})
+        return {d["_id"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank", self.bank) != self.bank}
 
     # --- single documents -------------------------------------------------------------------
     def get(self, memory_id: str) -> dict | None:
@@ -183,6 +202,8 @@ class MemoryStore:
         return out
 
     def delete(self, memory_id: str) -> bool:
+        if not self.existing([memory_id]):  # this bank's memories only
+            return False
         with engine_errors("delete memory", write=True):
             resp = self.client.delete(index=self.alias, id=memory_id, refresh=self.refresh, ignore=[404])
         return resp.get("result") == "deleted"

@@ -6,7 +6,6 @@ check the input, run the job in service/admin/, shape the answer.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import time
@@ -20,25 +19,23 @@ from fastapi.responses import StreamingResponse
 from service.admin import archive
 from service.admin.backup import tar_gz, write_backup
 from service.admin.jobs import restore_archive
-from service.admin.models import BANK_PATTERN, ReembedRequest, ReembedResponse, RestoreResponse
+from service.admin.models import ReembedRequest, ReembedResponse, RestoreResponse
 from service.admin.reembed import reembed
 from service.api.deps import AdminAuth, EmbedderDep, SettingsDep
+from service.auth import ADMIN
+from service.banks import resolve_bank
 from service.errors import BadRequest
-from service.storage.memories import MemoryStore
 
 router = APIRouter(dependencies=[AdminAuth], tags=["admin"])
 
 # Uploads are written to disk as they arrive; this bounds the disk a single restore may take.
 MAX_UPLOAD_BYTES = 16 * 1024**3
 FAILURES_SHOWN = 20
-_BANK = re.compile(BANK_PATTERN)
 
 
-def _bank(settings, bank: str | None) -> str:
-    bank = bank if bank is not None else settings.default_bank
-    if not _BANK.match(bank):
-        raise BadRequest(f"bank {bank!r} is not a valid bank name")
-    return bank
+def _bank(request: Request, bank: str | None) -> str:
+    """The bank named (default DEFAULT_BANK), if the admin token may act on it."""
+    return resolve_bank(request.state.principal, bank, request.app.state.settings.default_bank, ADMIN).bank
 
 
 @router.get("/backup", response_class=StreamingResponse, responses={200: {"content": {"application/gzip": {}}}})
@@ -49,7 +46,7 @@ def backup(
 ) -> StreamingResponse:
     """A `automem-backup-<timestamp>.tar.gz` in AutoMem's layout, streamed; memory stays bounded by a page."""
     includes = archive.parse_include(include)
-    bank = _bank(settings, bank)
+    bank = _bank(request, bank)
     folder = Path(tempfile.mkdtemp(prefix="engram-backup-"))
     try:
         result = write_backup(
@@ -104,7 +101,7 @@ async def restore(
     bank: Annotated[str | None, Query(description="Bank to restore into (default: DEFAULT_BANK)")] = None,
 ) -> RestoreResponse:
     """Restore an Engram or AutoMem backup archive. Idempotent: ids are kept, records are upserted."""
-    bank = _bank(settings, bank)
+    bank = _bank(request, bank)
     folder = Path(tempfile.mkdtemp(prefix="engram-upload-"))
     started = time.monotonic()
     failures: list[dict] = []
@@ -133,8 +130,8 @@ async def restore(
 def reembed_memories(request: Request, settings: SettingsDep, embedder: EmbedderDep, req: Annotated[ReembedRequest | None, Body()] = None) -> ReembedResponse:
     """Re-embed memories whose vector another model (or none) made; all of them with `force`."""
     req = req or ReembedRequest()
-    bank = _bank(settings, req.bank)
+    bank = _bank(request, req.bank)
     live = request.app.state.memories
-    store = live if bank == live.bank else MemoryStore(live.client, live.alias, refresh=live.refresh, bank=bank)
+    store = live.for_bank(bank)
     result = reembed(store, embedder, batch_size=req.batch_size, limit=req.limit, force=req.force)
     return ReembedResponse(**result.as_dict())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
-from service.api.deps import ApiAuth
+from service.api.deps import ApiAuth, AssociationsDep
 from service.graph.links import success
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.graph.registry import MAX_BATCH
@@ -34,9 +34,8 @@ _EXAMPLES = {
     },
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": association_body_schema()}}}},
 )
-def associate(request: Request, emit: EmitDep, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
+def associate(service: AssociationsDep, emit: EmitDep, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
     """One association (AssociationIn) or `{"associations": [...]}` (AssociationBatchIn, up to 500)."""
-    service = request.app.state.associations
     if "associations" not in body:
         outcome = service.associate([body], utcnow())[0]
         if outcome.error:
