@@ -55,7 +55,7 @@ run: $(RUN_STAMPS) ## run the service (starts/reuses a local OpenSearch unless O
 	@if [ -z "$$AUTOMEM_API_TOKEN" ]; then export ENGRAM_TOKEN_FILE=$(TOKEN_FILE); fi; \
 	  AUTOMEM_API_TOKEN=$${AUTOMEM_API_TOKEN:-$$(cat $(TOKEN_FILE))} $(PY) -m service
 
-test: $(DEV_STAMP) ## run the whole test suite (starts a local OpenSearch node for the session)
+test: $(DEV_STAMP) ## run the whole test suite (installs the dev + models extras; starts a local OpenSearch node for the session)
 	$(PY) -m pytest -q
 
 test-unit: $(DEV_STAMP) ## only the pure unit tests (no engine)

