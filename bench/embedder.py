@@ -2,7 +2,7 @@
 
     python -m bench.embedder                       # all of BACKENDS on 1,000 memories + 200 queries
     python -m bench.embedder --docs 3000 --repeat 3
-    python -m bench.embedder --backends onnx,onnx@export
+    python -m bench.embedder --backends onnx,onnx@export --rounds 3   # medians of 3 runs in turn
 
 A backend is an EMBEDDING_BACKEND, optionally with the route its ONNX graph is made by: `onnx` is the
 graph the service builds from the model's safetensors (no torch), `onnx@export` the same model
@@ -127,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=1000, help="corpus memories to embed (default 1000)")
     parser.add_argument("--queries", type=int, default=200, help="distinct queries (default 200)")
     parser.add_argument("--repeat", type=int, default=2, help="passes over the documents; the median rate is reported")
-    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--backends", default=",".join(BACKENDS), help=f"comma-separated, from {', '.join(BACKENDS)} (default all); torch always runs, as the reference")
+    parser.add_argument(
+        "--rounds", type=int, default=1,
+        help="run the backends (all but the torch reference) this many times in turn and report each rate's "
+        "median: on a shared machine, load that comes and goes then hits every backend alike",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -148,12 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "texts.json"
         data.write_text(json.dumps({"docs": docs, "short": short, "queries": queries}))
-        for backend in tqdm(backends, desc="backends", file=sys.stderr):
-            result_path = Path(tmp) / f"{backend}.json"
+        runs = [(0, b) for b in backends] + [(n, b) for n in range(1, args.rounds) for b in backends if b != "torch"]
+        by_backend: dict[str, list[dict]] = {}
+        for n, backend in tqdm(runs, desc="backends", file=sys.stderr):
+            result_path = Path(tmp) / f"{backend}-{n}.json"
             cmd = [sys.executable, "-m", "bench.embedder", "--worker", backend, "--data", str(data), "--result", str(result_path), "--repeat", str(args.repeat)]
             subprocess.run(cmd, cwd=ROOT, check=True)
             r = json.loads(result_path.read_text())
             r["_docs"], r["_queries"] = np.load(result_path.with_suffix(".docs.npy")), np.load(result_path.with_suffix(".queries.npy"))
+            by_backend.setdefault(backend, []).append(r)
+        for backend in backends:
+            rounds = by_backend[backend]
+            r = rounds[0]
+            for key in ("docs_per_s", "docs_one_call_per_s", "short_per_s", "query_p50_ms", "query_p95_ms"):
+                r[key] = round(statistics.median(x[key] for x in rounds), 2)
+            r["rounds"] = len(rounds)
             res["backends"].append(r)
     ref = res["backends"][0]
     for r in res["backends"]:
