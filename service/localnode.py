@@ -27,6 +27,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.paths import cache_root
+
 log = logging.getLogger("engram.localnode")
 
 ENGINE_SRC = Path(__file__).resolve().parent.parent / "engine"
@@ -36,14 +38,6 @@ STOP_TIMEOUT_S = 30.0
 
 class EngineError(RuntimeError):
     """The local node could not be built, started or stopped; the message says why."""
-
-
-def cache_root() -> Path:
-    """Where builds and node folders live: $ENGRAM_HOME, else $XDG_CACHE_HOME/engram, else ~/.cache/engram."""
-    if os.environ.get("ENGRAM_HOME"):
-        return Path(os.environ["ENGRAM_HOME"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "engram"
 
 
 def _engine_hash() -> str:
