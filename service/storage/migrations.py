@@ -28,10 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opensearchpy import OpenSearch
+from opensearchpy import exceptions as os_exc
 
-from service.errors import BadRequest, EngramError
+from service.errors import EngramError
 from service.storage import transfer
-from service.storage.client import engine_errors
+from service.storage.client import engine_errors, engine_reason
 
 log = logging.getLogger("engram.migrations")
 
@@ -116,14 +117,14 @@ def update_mapping(client: OpenSearch, index: str, mappings: dict) -> None:
     """Put the template's fields (and `_meta`) on an index of the same version: new fields are added
     in place; a change to an existing field is refused by the engine."""
     body = {"properties": mappings.get("properties", {}), "_meta": mappings.get("_meta", {})}
-    try:
-        with engine_errors(f"update mapping of {index}"):
+    with engine_errors(f"update mapping of {index}"):
+        try:
             client.indices.put_mapping(index=index, body=body)
-    except BadRequest as exc:
-        raise EngramError(
-            f"the template changes an existing field of {index} ({exc.message}); bump the template's version "
-            "so that start-up migrates the index into a new one"
-        ) from exc
+        except os_exc.RequestError as exc:  # the engine refuses to change an existing field
+            raise EngramError(
+                f"the template changes an existing field of {index} ({engine_reason(exc.info)}); bump the template's "
+                "version so that start-up migrates the index into a new one"
+            ) from exc
 
 
 def keep_vectors(page: list[transfer.Doc]) -> list[tuple[str, dict]]:

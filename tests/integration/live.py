@@ -20,7 +20,8 @@ def live_app(engine_url: str, embedder, os_client, **overrides) -> Iterator[tupl
     from tests.conftest import ADMIN, TOKEN
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
-    values = dict(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN, write_refresh="true")
+    values = dict(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN, write_refresh="true",
+                  enrichment_enabled=False)  # as make_client: the worker would interleave its own events
     values.update(overrides)
     app = create_app(Settings(**values), embedder=embedder)
     try:

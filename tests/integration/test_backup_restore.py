@@ -111,7 +111,7 @@ def test_restore_never_moves_a_memory_out_of_another_bank(api):
     assert body["memories"]["restored"] == 0 and body["memories"]["failed"] == 6 and body["edges"] == {"restored": 0, "failed": 3}
     assert "is a memory of bank 'default'" in body["failures"][0]["reason"]
     assert export_bytes(api) == before and export_bytes(api, bank="copy") == b""
-    assert_error(api.post("/admin/restore", content=b"x", headers=ADMIN_HEADERS, params={"bank": "no spaces"}), 400, "not a valid bank")
+    assert_error(api.post("/admin/restore", content=b"x", headers=ADMIN_HEADERS, params={"bank": "no spaces"}), 400, "Invalid bank")
 
 
 def test_hostile_archives_are_400(api):
