@@ -72,7 +72,7 @@ $(BENCH_STAMP): $(MODELS_STAMP)
 	$(PIP) install $(call deps,bench)
 	@touch $(BENCH_STAMP)
 
-bench-locomo: $(STAMP) ## recall quality and latency on ../shared/data/locomo-dev.json
+bench-locomo: $(STAMP) ## recall quality and latency on the LoCoMo dev slice (LOCOMO_DATA)
 	$(PY) -m bench.locomo
 
 bench-latency: $(BENCH_STAMP) ## recall vs the bare engine at 10k and 100k memories (bench/out/latency.*)

@@ -32,7 +32,8 @@ import httpx
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+# The dev slice sits beside the repository in our workspace; LOCOMO_DATA points elsewhere.
+DEFAULT_DATA = Path(os.environ.get("LOCOMO_DATA") or ROOT.parent / "shared" / "data" / "locomo-dev.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BATCH = 200
 

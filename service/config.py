@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     default_bank: str = "default"  # AutoMem routes act on it unless a request names a bank (X-Bank)
     # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth.py TokenRegistry).
     engram_tokens_file: str | None = None
-    # "wait_for": a stored memory is visible to recall when the write returns (issue 2); "false" is faster.
+    # "wait_for": a stored memory is visible to recall when the write returns; "false" is faster.
     write_refresh: Literal["wait_for", "true", "false"] = "wait_for"
     local_node_name: str = Field(default="dev", validation_alias="ENGRAM_NODE_NAME")
 

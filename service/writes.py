@@ -29,7 +29,7 @@ from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
 from service.timeparse import iso, parse_iso_datetime, utcnow
 from service.validation import check_metadata, check_tags, check_text, check_vector
 
-# POST /memory `supersedes` (issue 4): EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
+# POST /memory `supersedes`: EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
 # client states the replacement outright, so the edge is at full strength.
 DEFAULT_SUPERSEDE_TYPE = "EVOLVED_INTO"
 SUPERSEDE_STRENGTH = 1.0

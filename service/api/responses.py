@@ -53,6 +53,22 @@ def dumps(content: Any) -> bytes:
         return orjson.dumps(sanitize(content))
 
 
+# Stored fields no client sees: the vector, the bank (implied by the request) and derived index fields.
+HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms")
+
+
+def public_memory(memory_id: str, source: dict) -> dict:
+    """A stored memory as clients see it; sanitised if it cannot be serialised as is (see api/responses)."""
+    out = {k: v for k, v in source.items() if k not in HIDDEN}
+    out["id"] = memory_id
+    try:
+        orjson.dumps(out)
+    except (orjson.JSONEncodeError, TypeError):
+        log.warning("memory %s holds a value that cannot be serialised as is; returned sanitised", sanitize(memory_id))
+        out = sanitize(out)
+    return out
+
+
 class SafeJSONResponse(JSONResponse):
     """The app's default response class: orjson, with the sanitising fallback."""
 

@@ -1,4 +1,4 @@
-"""Current-state recall (spec 000 "State Filtering Parameters"; issue 4): what is true at an instant.
+"""Current-state recall (spec 000 "State Filtering Parameters"): what is true at an instant.
 
 A memory is not current when it is archived, not yet valid (t_valid in the future), expired
 (t_invalid passed) or superseded (an outgoing INVALIDATED_BY / EVOLVED_INTO edge, recorded on

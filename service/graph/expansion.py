@@ -1,4 +1,4 @@
-"""Relation and entity expansion (spec 000 "Graph Expansion", spec 001 "Multi-Hop Reasoning", issue 4).
+"""Relation and entity expansion (spec 000 "Graph Expansion", spec 001 "Multi-Hop Reasoning").
 
 Round trips, whatever the number of seeds:
   relation expansion  1. the edges index, one _msearch: the newest `relation_limit` expandable edges of

@@ -11,7 +11,7 @@ from typing import Any
 from service.timeparse import parse_iso_datetime
 
 # The 11 authorable types, each with the optional properties AutoMem stores on the edge
-# (issue 4 / spec 003; AutoMem config.py RELATIONSHIP_TYPES "properties").
+# (spec 003; AutoMem config.py RELATIONSHIP_TYPES "properties").
 AUTHORABLE_TYPES: dict[str, tuple[str, ...]] = {
     "RELATES_TO": (),
     "LEADS_TO": (),

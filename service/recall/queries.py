@@ -38,7 +38,7 @@ class RecallFilter:
     start: datetime | None = None
     end: datetime | None = None
     excluded_types: tuple[str, ...] = ()
-    extra: tuple[dict, ...] = field(default=())  # state filter clauses (graph issue seam)
+    extra: tuple[dict, ...] = field(default=())  # more filter clauses
     extra_must_not: tuple[dict, ...] = field(default=())
 
 

@@ -262,7 +262,7 @@ class MemoryStore:
             resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
         return int(resp.get("deleted", 0))
 
-    # --- graph and lifecycle (issue 4) ----------------------------------------------------------
+    # --- graph and lifecycle ----------------------------------------------------------
     def existing(self, ids: Sequence[str]) -> set[str]:
         """Which of `ids` are stored memories of this bank (one mget, no content transferred)."""
         ids = list(dict.fromkeys(ids))

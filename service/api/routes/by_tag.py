@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
-from service.api.routes.memory import public_memory
+from service.api.responses import public_memory
 from service.errors import BadRequest
 from service.schemas.errors import ERROR_RESPONSES
 from service.stream.emit import EmitDep

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from service.api.deps import ApiAuth, EdgesDep, SettingsDep, StoreDep
-from service.api.routes.memory import public_memory
+from service.api.responses import public_memory
 from service.errors import BadRequest, NotFound
 from service.graph.walk import MAX_LIMIT, related_memories
 from service.graph.registry import ALL_TYPES, AUTHORABLE_TYPES

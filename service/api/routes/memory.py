@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
-import orjson
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
-from service.api.responses import sanitize
+from service.api.responses import public_memory
 from service.errors import NotFound
 from service.schemas.errors import CONFLICT, ERROR_RESPONSES, NOT_FOUND
 from service.schemas.memory import (
@@ -21,19 +19,6 @@ from service.stream.emit import EmitDep
 from service.writes import DEFAULT_SUPERSEDE_TYPE
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
-log = logging.getLogger("engram.memory")
-
-
-def public_memory(memory_id: str, source: dict) -> dict:
-    """A stored memory as clients see it; sanitised if it cannot be serialised as is (see api/responses)."""
-    out = {k: v for k, v in source.items() if k not in ("embedding", "bank", "tags_norm", "metadata_terms")}
-    out["id"] = memory_id
-    try:
-        orjson.dumps(out)
-    except (orjson.JSONEncodeError, TypeError):
-        log.warning("memory %s holds a value that cannot be serialised as is; returned sanitised", sanitize(memory_id))
-        out = sanitize(out)
-    return out
 
 
 IdempotencyKey = Annotated[
