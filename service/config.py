@@ -47,11 +47,17 @@ class Settings(BaseSettings):
     index_prefix: str = "engram"
     index_shards: int = 1
     index_replicas: int = 0  # a single local node is green only without replicas
+    # How often new writes become searchable (the memories and edges indices; applied when an index is
+    # created). WRITE_REFRESH=wait_for waits for the next one.
+    index_refresh_interval: str = Field(default="1s", pattern=r"^(-1|\d+(ms|s|m))$")
     default_bank: str = "default"  # AutoMem routes act on it unless a request names a bank (X-Bank)
     # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth.py TokenRegistry).
     engram_tokens_file: str | None = None
-    # "wait_for": a stored memory is visible to recall when the write returns; "false" is faster.
-    write_refresh: Literal["wait_for", "true", "false"] = "wait_for"
+    # When a write returns, is it recallable? "true" (default): the write refreshes the index itself,
+    # ~50 ms per POST /memory and read-your-writes, at some cost to recall under heavy writes;
+    # "wait_for": waits for the next scheduled refresh (INDEX_REFRESH_INTERVAL, 1 s); "false": returns
+    # at once, visible within a second. Measured by `python -m bench.writes` (docs/perf/writes.md).
+    write_refresh: Literal["wait_for", "true", "false"] = "true"
     local_node_name: str = Field(default="dev", validation_alias="ENGRAM_NODE_NAME")
 
     # --- memories ---

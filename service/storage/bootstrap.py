@@ -44,6 +44,8 @@ def render_template(name: str, settings: Settings, *, dimension: int | None = No
     index_settings = body["settings"]["index"]
     index_settings["number_of_shards"] = settings.index_shards
     index_settings["number_of_replicas"] = settings.index_replicas
+    if name in ("memories", "edges"):
+        index_settings["refresh_interval"] = settings.index_refresh_interval
     if dimension is not None:
         body["mappings"]["properties"]["embedding"]["dimension"] = dimension
     body["mappings"]["_meta"] = migrations.meta(raw["version"], name)
