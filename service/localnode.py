@@ -119,6 +119,12 @@ class LocalNode:
     name: str = "dev"
     port: int | None = None
     heap: str = "1g"
+    # Several nodes on loopback (bench/cluster.py): the cluster's name, this node's transport port and
+    # the other members' transport addresses. Empty: a single-node cluster.
+    cluster: str | None = None
+    transport_port: int | None = None
+    seed_hosts: tuple[str, ...] = ()
+    initial_managers: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -155,15 +161,16 @@ class LocalNode:
         health = cluster_health(f"http://127.0.0.1:{state['port']}")
         return bool(health) and health.get("status") in ("green", "yellow")
 
-    def start(self) -> str:
-        """Start the node (or reuse a healthy one) and return its URL once health is green/yellow."""
+    def start(self, *, wait: bool = True) -> str:
+        """Start the node (or reuse a healthy one) and return its URL once health is green/yellow
+        (`wait=False`: at once, for cluster members that only get healthy together)."""
         if self.running():
             log.info("reusing local OpenSearch node %r at %s", self.name, self.url)
             return self.url  # type: ignore[return-value]
         state = self._state()
         if state and _pid_alive(state["pid"]):
             # Alive but not healthy yet: maybe still starting; wait for it rather than start a second one.
-            return self._wait_healthy(state["pid"], state["port"])
+            return self._wait_healthy(state["pid"], state["port"]) if wait else f"http://127.0.0.1:{state['port']}"
         build_dir = build_engine()
         port = self.port or (state or {}).get("port")
         if not port or not port_is_free(port):
@@ -179,12 +186,12 @@ class LocalNode:
                     f"path.data: {folder / 'data'}",
                     f"path.logs: {folder / 'logs'}",
                     f"path.repo: {self.snapshot_dir}",
-                    f"cluster.name: engram-{self.name}",
+                    f"cluster.name: engram-{self.cluster or self.name}",
                     f"node.name: engram-{self.name}",
-                    "discovery.type: single-node",
+                    *self._discovery(),
                     "network.host: 127.0.0.1",
                     f"http.port: {port}",
-                    "transport.port: 19300-19400",
+                    f"transport.port: {self.transport_port or '19300-19400'}",
                     "http.type: netty4",
                     "transport.type: netty4",
                     # One machine, one disk: never refuse writes because the disk looks full to a watermark.
@@ -214,7 +221,15 @@ class LocalNode:
         logf.close()
         self.state_file.write_text(json.dumps({"pid": proc.pid, "port": port, "heap": self.heap}))
         log.info("started local OpenSearch node %r (pid %d) on port %d", self.name, proc.pid, port)
-        return self._wait_healthy(proc.pid, port)
+        return self._wait_healthy(proc.pid, port) if wait else f"http://127.0.0.1:{port}"
+
+    def _discovery(self) -> list[str]:
+        if not self.seed_hosts:
+            return ["discovery.type: single-node"]
+        return [
+            f"discovery.seed_hosts: [{', '.join(self.seed_hosts)}]",
+            f"cluster.initial_cluster_manager_nodes: [{', '.join(f'engram-{n}' for n in self.initial_managers)}]",
+        ]
 
     def _wait_healthy(self, pid: int, port: int) -> str:
         url = f"http://127.0.0.1:{port}"

@@ -36,10 +36,17 @@ class OrjsonSerializer(JSONSerializer):
             return super().dumps(data)
 
 
+def engine_hosts(url: str) -> list[str]:
+    """OPENSEARCH_URL may name several nodes of one cluster, comma-separated: requests go round-robin
+    and a node that fails is skipped until it answers again."""
+    return [h.strip() for h in url.split(",") if h.strip()]
+
+
 def make_client(url: str, settings: Settings) -> OpenSearch:
     auth = (settings.opensearch_user, settings.opensearch_password) if settings.opensearch_user else None
+    hosts = engine_hosts(url)
     return OpenSearch(
-        hosts=[url],
+        hosts=hosts,
         http_auth=auth,
         timeout=settings.opensearch_timeout,
         # One connection per handler thread (WORKER_THREADS, the same setting sizes the thread pool),
@@ -47,7 +54,8 @@ def make_client(url: str, settings: Settings) -> OpenSearch:
         pool_maxsize=settings.worker_threads + 8,
         http_compress=False,
         retry_on_timeout=False,
-        max_retries=1,
+        # A connection failure is retried on each other node (a single node: once).
+        max_retries=max(1, len(hosts)),
         serializer=OrjsonSerializer(),
     )
 
