@@ -58,7 +58,11 @@ class Settings(BaseSettings):
     # "wait_for": waits for the next scheduled refresh (INDEX_REFRESH_INTERVAL, 1 s); "false": returns
     # at once, visible within a second. Measured by `python -m bench.writes` (docs/perf/writes.md).
     write_refresh: Literal["wait_for", "true", "false"] = "true"
+    # The local node started when OPENSEARCH_URL is unset (service/localnode.py): its name, HTTP port
+    # (default 9200 when free, else any free port) and JVM heap.
     local_node_name: str = Field(default="dev", validation_alias="ENGRAM_NODE_NAME")
+    local_node_port: int | None = Field(default=None, ge=1, le=65535, validation_alias="ENGRAM_NODE_PORT")
+    local_node_heap: str = Field(default="1g", pattern=r"^\d+[mg]$", validation_alias="ENGRAM_NODE_HEAP")
 
     # --- memories ---
     embedding_model: str = Field(default_factory=default_embedding_model)

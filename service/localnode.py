@@ -272,6 +272,19 @@ class LocalNode:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+# OpenSearch's own default HTTP port: a local node takes it when it is free.
+DEFAULT_PORT = 9200
+
+
+def local_node(name: str = "dev", port: int | None = None, heap: str = "1g") -> LocalNode:
+    """The named node on `port`, else on 9200 when it is not running yet and 9200 is free (a running
+    or earlier node keeps its port), else on any free port."""
+    node = LocalNode(name, port, heap)
+    if node.port is None and not node.running() and not node._state() and port_is_free(DEFAULT_PORT):
+        node.port = DEFAULT_PORT
+    return node
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m service.localnode",
@@ -283,13 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heap", default=os.environ.get("ENGRAM_NODE_HEAP", "1g"), help="JVM heap (default: 1g)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    node = LocalNode(args.name, args.port, args.heap)
+    node = local_node(args.name, args.port, args.heap)
     try:
         if args.action == "build":
             print(build_engine())
         elif args.action == "start":
-            if node.port is None and not node.running() and port_is_free(9200):
-                node.port = 9200
             started = time.monotonic()
             url = node.start()
             print(url)

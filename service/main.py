@@ -20,7 +20,7 @@ from service.consolidation.scheduler import build_consolidation
 from service.embedding import Embedder
 from service.enrichment.worker import EnrichmentWorker
 from service.errors import install_error_handlers
-from service.localnode import LocalNode
+from service.localnode import local_node
 from service.oplog import redact_access_log
 from service.recall.pipeline import RecallService
 from service.storage.bootstrap import ensure_indices
@@ -76,7 +76,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             raise ConfigurationError(str(exc)) from None
         url = cfg.opensearch_url
         if not url:
-            url = await anyio.to_thread.run_sync(LocalNode(cfg.local_node_name).start)
+            node = local_node(cfg.local_node_name, cfg.local_node_port, cfg.local_node_heap)
+            url = await anyio.to_thread.run_sync(node.start)
             log.info("OPENSEARCH_URL not set: using the local node at %s", url)
         # Route handlers run on this pool; the engine client's connection pool is sized from the same setting.
         anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.worker_threads

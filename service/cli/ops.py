@@ -77,11 +77,9 @@ def engine_start(
     heap: Annotated[str, typer.Option("--heap", envvar="ENGRAM_NODE_HEAP", help="JVM heap")] = "1g",
 ) -> None:
     """Start (or reuse) the node and print its URL."""
-    from service.localnode import LocalNode, port_is_free
+    from service.localnode import local_node
 
-    node = LocalNode(name, port, heap)
-    if node.port is None and not node.running() and port_is_free(9200):
-        node.port = 9200
+    node = local_node(name, port, heap)
     started = time.monotonic()
     print(node.start())
     print(f"healthy after {time.monotonic() - started:.1f} s (log: {node.log_file}; snapshots: {node.snapshot_dir})", file=sys.stderr)
