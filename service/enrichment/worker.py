@@ -144,15 +144,16 @@ class EnrichmentWorker:
         self.memories.client.indices.put_mapping(index=self.memories.alias, body={"properties": {"enrichment": props}})
 
     # --- queue ----------------------------------------------------------------------------------
-    def enqueue(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0) -> int:
-        """Queue memories (already-queued ones once); a full queue leaves the rest pending in the
-        engine, where the next scan finds them. Returns how many were queued."""
+    def enqueue(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0, requeue: bool = False) -> int:
+        """Queue memories (already-queued ones once, and not while a worker holds them: a change
+        during their run fails its guarded commit and re-queues them, `requeue`); a full queue leaves
+        the rest pending in the engine, where the next scan finds them. Returns how many were queued."""
         queued = 0
         for memory_id in ids:
             with self._lock:
                 if forced:
                     self._forced.add(memory_id)
-                if memory_id in self._pending:
+                if memory_id in self._pending or (memory_id in self._inflight and not requeue and not forced):
                     continue
                 try:
                     self._queue.put_nowait(_Job(memory_id, attempt, forced))
@@ -337,6 +338,10 @@ class EnrichmentWorker:
         again = []
         for s in conflicted:
             new = fresh.get(s.id)
+            if new is not None and not jobs[s.id].forced and new.up_to_date():
+                # The other write was this memory's enrichment, committed by another worker: done.
+                self._complete(jobs.pop(s.id), skipped=True)
+                continue
             if new is not None and new.fingerprint == s.fingerprint:
                 with self._lock:
                     self.stats.conflicts_replanned += 1
@@ -419,9 +424,9 @@ class EnrichmentWorker:
 
     def _requeue(self, job: _Job, delay: float = 0.0) -> None:
         if delay <= 0:
-            self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt)
+            self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
             return
-        timer = threading.Timer(delay, lambda: (self._timers.discard(timer), self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt)))
+        timer = threading.Timer(delay, lambda: (self._timers.discard(timer), self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)))
         timer.daemon = True
         self._timers.add(timer)
         timer.start()
