@@ -54,8 +54,8 @@ class Settings(BaseSettings):
     # /health and /ready give the engine this long, on threads of their own.
     health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     index_prefix: str = "engram"
-    index_shards: int = 1
-    index_replicas: int = 0  # a single local node is green only without replicas
+    index_shards: int = Field(default=1, ge=1, le=1024)
+    index_replicas: int = Field(default=0, ge=0)  # a single local node is green only without replicas
     default_bank: str = "default"  # AutoMem routes act on it unless a request names a bank (X-Bank)
     # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth.py TokenRegistry).
     engram_tokens_file: str | None = None

@@ -76,8 +76,8 @@ class JsonFieldsFormatter(logging.Formatter):
         doc = _jsonable(doc)
         try:
             return orjson.dumps(doc).decode()
-        except (TypeError, ValueError):  # lone surrogates: the standard module escapes them
-            return json.dumps(doc, ensure_ascii=True)
+        except (TypeError, ValueError):  # lone surrogates, which no UTF-8 line can hold: "?" instead
+            return json.dumps(doc, ensure_ascii=False).encode("utf-8", "replace").decode("utf-8")
 
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         line = super().formatMessage(record)

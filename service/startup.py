@@ -51,6 +51,8 @@ def probe_engine(client: OpenSearch, url: str, *, setting: str | None = "OPENSEA
             return  # a user that may not read GET / can still own its indices: the bootstrap will tell
         except os_exc.ConnectionError as exc:  # ConnectionTimeout and SSLError included
             raise StartupError(f"{where}: OpenSearch is unreachable ({connection_reason(exc)})") from None
+        except os_exc.SerializationError:
+            raise StartupError(f"{where}: the answer to GET / is not OpenSearch's; is the URL right?") from None
         except os_exc.TransportError as exc:
             raise StartupError(f"{where}: answered {exc.status_code} to GET /; is it an OpenSearch node?") from None
         except os_exc.OpenSearchException as exc:
