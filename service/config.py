@@ -7,10 +7,12 @@ other settings (STYLE.md practice 1).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 from service.validation import Limits
 
@@ -25,12 +27,19 @@ def default_embedding_model() -> str:
         return "sentence-transformers/all-MiniLM-L6-v2"
 
 
+# A scoring weight (spec 001 SEARCH_WEIGHT_*). Each component lies in [0, 1] and the sum is not
+# normalised, so any non-negative weight is meaningful; above 10 one component outweighs all the
+# others together five times over, which is a typo (35 for 0.35) rather than a tuning.
+Weight = Annotated[float, Field(ge=0.0, le=10.0)]
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_file=None)
+    # allow_inf_nan=False: "nan" or "inf" in a numeric setting is refused, never silently used.
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_file=None, allow_inf_nan=False)
 
     # --- service and auth (spec 003: Authentication) ---
     host: str = "127.0.0.1"
-    port: int = 8001
+    port: int = Field(default=8001, ge=1, le=65_535)
     automem_api_token: str | None = None
     admin_api_token: str | None = None
 
@@ -38,15 +47,15 @@ class Settings(BaseSettings):
     opensearch_url: str | None = None  # unset: start/reuse the local node (service.localnode)
     opensearch_user: str | None = None
     opensearch_password: str | None = None
-    opensearch_timeout: float = 30.0
+    opensearch_timeout: float = Field(default=30.0, gt=0)
     # Threads that run the (synchronous) route handlers; the engine client's connection pool is
     # sized from it so no handler thread waits for a connection.
     worker_threads: int = Field(default=40, ge=1, le=1_000)
     # /health and /ready give the engine this long, on threads of their own.
     health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     index_prefix: str = "engram"
-    index_shards: int = 1
-    index_replicas: int = 0  # a single local node is green only without replicas
+    index_shards: int = Field(default=1, ge=1, le=1024)
+    index_replicas: int = Field(default=0, ge=0)  # a single local node is green only without replicas
     # How often new writes become searchable (the memories and edges indices; applied when an index is
     # created). WRITE_REFRESH=wait_for waits for the next one.
     index_refresh_interval: str = Field(default="1s", pattern=r"^(-1|\d+(ms|s|m))$")
@@ -83,19 +92,20 @@ class Settings(BaseSettings):
     tag_max_count: int = Field(default=200, ge=1, le=10_000)
 
     # --- scoring (spec 001: Configuration Reference) ---
-    search_weight_vector: float = 0.35
-    search_weight_keyword: float = 0.35
-    search_weight_metadata: float = 0.35
-    search_weight_tag: float = 0.20
-    search_weight_importance: float = 0.10
-    search_weight_confidence: float = 0.05
-    search_weight_recency: float = 0.10
-    search_weight_exact: float = 0.20
-    search_weight_relation: float = 0.25
-    search_weight_relevance: float = 0.0
-    search_weight_temporal: float = 0.1
+    search_weight_vector: Weight = 0.35
+    search_weight_keyword: Weight = 0.35
+    search_weight_metadata: Weight = 0.35
+    search_weight_tag: Weight = 0.20
+    search_weight_importance: Weight = 0.10
+    search_weight_confidence: Weight = 0.05
+    search_weight_recency: Weight = 0.10
+    search_weight_exact: Weight = 0.20
+    search_weight_relation: Weight = 0.25
+    search_weight_relevance: Weight = 0.0
+    search_weight_temporal: Weight = 0.1
     search_recency_window_days: float = 180.0
-    search_recency_curve: str = "linear"
+    # spec 001 says an unknown curve falls back to linear; a typo is refused at start-up instead.
+    search_recency_curve: Literal["linear", "exp"] = "linear"
     search_scoring_profile: Literal["engram", "automem"] = "engram"
     # engram profile keyword component: IDF-weighted share of stemmed keywords, or BM25 / best BM25.
     search_keyword_mode: Literal["idf", "bm25"] = "idf"
@@ -155,10 +165,54 @@ class Settings(BaseSettings):
     stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
     stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
 
+    # --- observability: logs, metrics, the recall log (service/observability/, service/oplog.py) ---
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line, for log shippers
+    log_level: Literal["debug", "info", "warning", "error"] = "info"  # `python -m service --log-level` overrides it
+    metrics_enabled: bool = True
+    # 0: GET /metrics on the API's own port, behind a token (METRICS_TOKEN, or the API token), so a
+    # default install exposes nothing new. A port: a separate listener on METRICS_HOST without a
+    # token (for a scraper inside a private network), and /metrics leaves the API.
+    metrics_port: int = Field(default=0, ge=0, le=65_535)
+    metrics_host: str = "127.0.0.1"
+    metrics_token: str | None = None  # a scrape-only token: it can read /metrics and nothing else
+    # One document per recall (timings, counts, filters) in {prefix}-recall-log, written in the
+    # background; the query text only with RECALL_LOG_INCLUDE_QUERY.
+    recall_log_enabled: bool = False
+    recall_log_include_query: bool = False
+    recall_log_queue_size: int = Field(default=1_000, ge=1, le=100_000)  # full: a document is dropped (and counted)
+    recall_log_retention_days: int = Field(default=30, ge=0)  # older documents are deleted hourly; 0 keeps them
+
+    @field_validator(
+        "search_recency_curve", "search_scoring_profile", "search_keyword_mode", "recall_recency_bias", "write_refresh",
+        "embedding_backend", "log_format", "log_level", mode="before",
+    )
+    @classmethod
+    def _enum_case(cls, value: object) -> object:
+        """Enumerations are matched without regard to case or surrounding blanks (AutoMem lowercases them)."""
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _blank_metrics_token(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("opensearch_url")
+    @classmethod
+    def _well_formed_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = url_problem(value)
+            if problem:
+                raise ValueError(f"malformed URL ({problem}); expected http://host:port or https://host:port")
+        return value
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def recall_log_alias(self) -> str:
+        return f"{self.index_prefix}-recall-log"
 
     @property
     def consolidation_alias(self) -> str:
@@ -194,6 +248,77 @@ class Settings(BaseSettings):
         return [t.strip() for t in self.recall_excluded_types.split(",") if t.strip()]
 
 
+# --- start-up errors: one line naming the setting, the value tried and what is wrong ---------------
+class SettingsError(ValueError):
+    """Settings that failed validation; `str()` is one line fit for stderr."""
+
+
+SECRET_PARTS = ("token", "password", "secret")
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` unusable as OPENSEARCH_URL, or None."""
+    if any(ch.isspace() for ch in url):
+        return "it contains blanks"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"scheme {parts.scheme!r} is not http or https" if parts.scheme and parts.netloc else "no http:// or https:// scheme"
+    if not parts.hostname:
+        return "no host"
+    try:
+        parts.port
+    except ValueError as exc:
+        return f"bad port: {exc}"
+    return None
+
+
+def shown_url(url: str) -> str:
+    """The URL with any password replaced by ***, fit for an error message or a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"))
+
+
+def _env_name(field: str) -> str:
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    return alias if isinstance(alias, str) else field.upper()
+
+
+def _shown_value(field: str, value: Any) -> str:
+    if any(part in field for part in SECRET_PARTS):
+        return "<hidden>"
+    text = shown_url(value) if isinstance(value, str) and field.endswith("_url") else value
+    shown = repr(text)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+def describe_settings_error(exc: ValidationError) -> str:
+    """pydantic's errors as one line: `PORT='eighty' is invalid: input should be a valid integer, ...`."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        message = message[:1].lower() + message[1:]
+        loc = err.get("loc") or ()
+        if not loc:
+            parts.append(message)
+            continue
+        field = str(loc[0])
+        parts.append(f"{_env_name(field)}={_shown_value(field, err.get('input'))} is invalid: {message}")
+    return "; ".join(parts) or "invalid settings"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment (and `overrides`), validated once; SettingsError on a bad value."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(describe_settings_error(exc)) from None
+    except SourceError as exc:  # a value the environment source could not even parse
+        raise SettingsError(str(exc).splitlines()[0]) from None
+
+
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    return load_settings()

@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.api.responses import SafeJSONResponse as JSONResponse
+from service.observability.request_id import current_request_id
 
 log = logging.getLogger("engram.errors")
 
@@ -56,7 +57,11 @@ class EngineUnavailable(EngramError):
 
 
 def error_body(code: int, message: str, **extra) -> dict:
-    return {"status": "error", "code": code, "message": message, **extra}
+    """A 5xx also names the request id (the X-Request-ID header), so a report can be matched to the log."""
+    body = {"status": "error", "code": code, "message": message, **extra}
+    if code >= 500 and "request_id" not in body and (rid := current_request_id()):
+        body["request_id"] = rid
+    return body
 
 
 def _describe_validation(exc: RequestValidationError) -> str:

@@ -21,8 +21,10 @@ from service.embedding import Embedder
 from service.enrichment.worker import EnrichmentWorker
 from service.errors import install_error_handlers
 from service.localnode import local_node
-from service.oplog import redact_access_log
+from service.observability.app import Observability, install as install_observability
+from service.oplog import quiet_engine_log, redact_access_log
 from service.recall.pipeline import RecallService
+from service.startup import probe_engine
 from service.storage.bootstrap import ensure_indices
 from service.storage.client import make_client
 from service.storage.edges import EdgeStore
@@ -48,7 +50,7 @@ class ConfigurationError(RuntimeError):
 def quiet_engine_client_logs() -> None:
     """opensearch-py logs every request at INFO and, on `opensearchpy.trace`, whole bodies (recall
     query text, vectors) at DEBUG: neither belongs in our logs at any level."""
-    logging.getLogger("opensearch").setLevel(logging.WARNING)
+    quiet_engine_log()  # INFO off; a failed request is one WARNING line, without a traceback
     trace = logging.getLogger("opensearchpy.trace")
     trace.setLevel(logging.CRITICAL + 1)
     trace.propagate = False
@@ -83,6 +85,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         anyio.to_thread.current_default_thread_limiter().total_tokens = cfg.worker_threads
         client = make_client(url, cfg)
         try:
+            # Before the model loads: a wrong or unreachable engine fails the start in one line naming the URL.
+            await anyio.to_thread.run_sync(lambda: probe_engine(client, url, setting="OPENSEARCH_URL" if cfg.opensearch_url else None))
             model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
             await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension, embedder=model))
         except BaseException:
@@ -99,6 +103,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
         state.events = EventBus(cfg.stream_queue_size)
+        state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
         state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event)
         if cfg.enrichment_enabled:
             await anyio.to_thread.run_sync(state.enrichment.start)
@@ -111,6 +116,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         finally:
             await anyio.to_thread.run_sync(state.enrichment.stop)
             state.consolidation.stop()
+            await anyio.to_thread.run_sync(state.observability.stop)
             state.events.close()
             client.close()
 
@@ -132,6 +138,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     install_error_handlers(app)
     install_docs(app)
     app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes)
+    install_observability(app, cfg)  # after RequestGuard: metrics and request ids run around it
     app.include_router(health.router)
     app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}
     app.include_router(memory.router)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from service.config import Settings
+from service.config import Settings, SettingsError, load_settings
 from service.errors import EngramError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,7 +38,7 @@ def settings_from(url: str | None = None, prefix: str | None = None, bank: str |
         overrides["index_prefix"] = prefix
     if bank:
         overrides["default_bank"] = bank
-    return Settings(**overrides)
+    return load_settings(**overrides)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -58,7 +58,7 @@ def reported(fn: F) -> F:
             return fn(*args, **kwargs)
         except EngramError as exc:
             raise fail(exc.message) from None
-        except (EmbeddingError, EngineError) as exc:
+        except (EmbeddingError, EngineError, SettingsError) as exc:
             raise fail(str(exc)) from None
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None

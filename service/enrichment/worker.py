@@ -445,6 +445,15 @@ class EnrichmentWorker:
         with self._lock:
             return not self._pending and not self._inflight and self._queue.empty()
 
+    def queue_counts(self) -> dict[str, int]:
+        """The queue and the worker's totals without an engine call (read by GET /metrics at each scrape)."""
+        with self._lock:
+            inflight = len(self._inflight)
+            stats = self.stats
+            totals = {"successes": stats.successes, "failures": stats.failures, "skipped": stats.skipped,
+                      "cancelled": stats.cancelled, "dropped": stats.dropped}
+        return {"queue_size": self._queue.qsize(), "queue_capacity": self._queue.maxsize, "inflight": inflight, **totals}
+
     def status(self) -> dict[str, Any]:
         with self._lock:
             pending, inflight = len(self._pending), len(self._inflight)

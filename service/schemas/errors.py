@@ -11,6 +11,7 @@ class ErrorBody(BaseModel):
     status: str = Field("error", description="Always `error`")
     code: int = Field(..., description="The HTTP status, repeated")
     message: str = Field(..., description="What went wrong, naming the field or setting concerned")
+    request_id: str | None = Field(None, description="5xx only: the request's id (its X-Request-ID header), also on every log line of the request")
 
     model_config = {"json_schema_extra": {"examples": [{"status": "error", "code": 400, "message": "limit: Input should be greater than or equal to 1"}]}}
 

@@ -13,6 +13,7 @@ from opensearchpy.serializer import JSONSerializer
 
 from service.config import Settings
 from service.errors import EngineUnavailable, EngramError, NotFound
+from service.observability.counters import engine_error
 
 log = logging.getLogger("engram.storage")
 
@@ -86,10 +87,12 @@ def engine_errors(what: str, *, write: bool = False) -> Iterator[None]:
     except os_exc.NotFoundError as exc:
         raise NotFound(f"{what}: not found") from exc
     except (os_exc.ConnectionError, os_exc.ConnectionTimeout) as exc:
+        engine_error("unreachable")
         raise EngineUnavailable(f"{what}: OpenSearch is unreachable ({type(exc).__name__}); check OPENSEARCH_URL or the local node{tail}") from exc
     except os_exc.TransportError as exc:
         status = exc.status_code if isinstance(exc.status_code, int) else 503
         reason = engine_reason(exc.info if isinstance(exc.info, dict) else {"error": exc.error})
+        engine_error({400: "rejected", 413: "too_large", 429: "overloaded"}.get(status, "error"))
         if status == 400:
             log.error("the engine rejected a request built by Engram (%s): %s", what, reason)
             raise EngineRejected(f"{what}: internal error (the engine rejected the request; see the service log)") from exc
@@ -99,6 +102,7 @@ def engine_errors(what: str, *, write: bool = False) -> Iterator[None]:
             raise EngineUnavailable(f"{what}: OpenSearch is overloaded (429), retry later{tail}") from exc
         raise EngineUnavailable(f"{what}: OpenSearch error {status} ({short(reason)}){tail}") from exc
     except os_exc.OpenSearchException as exc:  # serialisation and configuration errors of the client itself
+        engine_error("client")
         log.error("engine client failure (%s): %s", what, type(exc).__name__, exc_info=True)
         raise EngineUnavailable(f"{what}: the engine client failed ({type(exc).__name__}){tail}") from exc
 
@@ -124,6 +128,7 @@ def check_sub_response(sub: dict, what: str) -> dict:
         return sub
     status = sub.get("status") if isinstance(sub.get("status"), int) else 503
     reason = engine_reason(sub)
+    engine_error({400: "rejected", 429: "overloaded"}.get(status, "error"))
     if status == 400:
         log.error("the engine rejected a query built by Engram (%s): %s", what, reason)
         raise EngineRejected(f"{what}: internal error (the engine rejected the query; see the service log)")

@@ -114,6 +114,11 @@ class EventBus:
         with self.lock:
             return len(self._subscribers)
 
+    def queue_sizes(self) -> list[int]:
+        """Events waiting in each subscriber's queue (GET /metrics)."""
+        with self.lock:
+            return [sub.pending for sub in self._subscribers]
+
     def publish(self, event_type: str, data: dict[str, Any]) -> None:
         """Offer one event to every subscriber; never blocks, never raises into the writer."""
         try:

@@ -26,9 +26,10 @@ ENRICHED_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
 
 
 class Emitter:
-    def __init__(self, bus: EventBus | None, enrichment: Any = None):
+    def __init__(self, bus: EventBus | None, enrichment: Any = None, observability: Any = None):
         self.bus = bus
         self.enrichment = enrichment
+        self.observability = observability  # recall metrics and the recall log (service/observability)
         self.started = time.perf_counter()
 
     def enrich(self, ids: Sequence[str | None]) -> None:
@@ -92,11 +93,13 @@ class Emitter:
         query, limit, tags = getattr(params, "query", None), getattr(params, "limit", 0), getattr(params, "tags", [])
         log.info("recall_complete", extra=P.recall_log(query, limit, body, tags))
         self.publish("memory.recall", P.recall_event(query, limit, body, tags))
+        if self.observability is not None:
+            self.observability.observe_recall(params, body)
 
 
 def _emitter(request: Request) -> Emitter:
     state = request.app.state
-    return Emitter(getattr(state, "events", None), getattr(state, "enrichment", None))
+    return Emitter(getattr(state, "events", None), getattr(state, "enrichment", None), getattr(state, "observability", None))
 
 
 EmitDep = Annotated[Emitter, Depends(_emitter)]

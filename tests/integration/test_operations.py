@@ -47,9 +47,9 @@ def test_an_unexpected_error_is_a_500_with_the_error_shape_and_the_connection_su
 
     app.add_api_route("/boom", boom)
     with serve(app) as url, httpx.Client(base_url=url) as client:
-        resp = client.get("/boom")
-        assert resp.status_code == 500
-        assert resp.json() == {"status": "error", "code": 500, "message": "Internal error; the service log has the details"}
+        resp = client.get("/boom", headers={"X-Request-ID": "boom-1"})
+        assert resp.status_code == 500 and resp.headers["x-request-id"] == "boom-1"
+        assert resp.json() == {"status": "error", "code": 500, "message": "Internal error; the service log has the details", "request_id": "boom-1"}
         for _ in range(3):
             assert client.get("/health").status_code == 200
         assert len(client._transport._pool.connections) == 1  # one keep-alive connection served all four

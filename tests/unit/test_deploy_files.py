@@ -121,7 +121,7 @@ def test_ndjson_index_patterns_match_default_aliases(monkeypatch):
     settings = Settings()
     patterns = {o["id"]: o["attributes"] for o in saved_objects() if o["type"] == "index-pattern"}
     titles = {attrs["title"] for attrs in patterns.values()}
-    assert titles == {f"{settings.memories_alias}*", f"{settings.edges_alias}*"}
+    assert titles == {f"{settings.memories_alias}*", f"{settings.edges_alias}*", f"{settings.recall_log_alias}*"}
     memories = next(a for a in patterns.values() if a["title"] == f"{settings.memories_alias}*")
     assert memories["timeFieldName"] == "timestamp"
 
@@ -142,21 +142,69 @@ def test_ndjson_saved_search_of_recent_memories():
     assert attrs["sort"][0] == ["timestamp", "desc"]
 
 
-def test_ndjson_visualized_fields_exist_in_the_templates():
-    """Every field a visualization aggregates on is a mapped field of its index."""
-    mappings = {
-        "engram-memories": json.loads((ROOT / "index_templates" / "memories.json").read_text()),
-        "engram-edges": json.loads((ROOT / "index_templates" / "edges.json").read_text()),
-    }
-    visualizations = [o for o in saved_objects() if o["type"] == "visualization"]
-    assert len(visualizations) >= 2
-    for vis in visualizations:
-        index_id = vis["references"][0]["id"]
-        properties = mappings[index_id]["template"]["mappings"]["properties"]
-        for agg in json.loads(vis["attributes"]["visState"])["aggs"]:
-            field = agg["params"].get("field")
-            if field:
-                assert field in properties, f"{vis['id']}: {field} is not mapped in {index_id}"
+def template_fields(name: str) -> set[str]:
+    """Every field path of index_templates/<name>.json: objects' sub-fields dotted, multi-fields included."""
+    found: set[str] = set()
+
+    def walk(properties: dict, prefix: str) -> None:
+        for key, spec in properties.items():
+            path = f"{prefix}{key}"
+            found.add(path)
+            walk(spec.get("properties", {}), f"{path}.")
+            walk(spec.get("fields", {}), f"{path}.")
+
+    walk(json.loads((ROOT / "index_templates" / f"{name}.json").read_text())["template"]["mappings"]["properties"], "")
+    return found
+
+
+def referenced_fields(obj: dict) -> set[str]:
+    """The field names a saved object names: an index pattern's time field and source filters, a saved
+    search's columns, sort and filters, a visualization's aggregation fields."""
+    attrs = obj["attributes"]
+    fields: set[str] = set()
+    if obj["type"] == "index-pattern":
+        fields |= {attrs["timeFieldName"]} if attrs.get("timeFieldName") else set()
+        fields |= {f["value"] for f in json.loads(attrs.get("sourceFilters") or "[]")}
+    fields |= set(attrs.get("columns", []))
+    fields |= {sort[0] for sort in attrs.get("sort", [])}
+    if "visState" in attrs:
+        fields |= {agg["params"]["field"] for agg in json.loads(attrs["visState"])["aggs"] if agg["params"].get("field")}
+    meta = attrs.get("kibanaSavedObjectMeta")
+    if meta:
+        source = json.loads(meta["searchSourceJSON"])
+        fields |= {f["meta"]["key"] for f in source.get("filter", []) if f.get("meta", {}).get("key")}
+        assert not source.get("query", {}).get("query"), f"{obj['id']}: a saved query string is not checked here"
+    return fields
+
+
+def test_every_field_a_saved_object_references_is_in_its_index_template():
+    objects = {(o["type"], o["id"]): o for o in saved_objects()}
+    patterns = {o["id"]: o["attributes"]["title"] for o in objects.values() if o["type"] == "index-pattern"}
+    checked = 0
+    for obj in objects.values():
+        if obj["type"] == "index-pattern":
+            pattern_ids = [obj["id"]]
+        else:
+            pattern_ids = [r["id"] for r in obj["references"] if r["type"] == "index-pattern"]
+        fields = referenced_fields(obj)
+        if fields:
+            assert pattern_ids, f"{obj['id']} names fields but no index pattern"
+        for pattern_id in pattern_ids:
+            template = patterns[pattern_id].removeprefix("engram-").rstrip("*")  # engram-recall-log* -> recall-log.json
+            missing = fields - template_fields(template)
+            assert not missing, f"{obj['type']} {obj['id']}: {sorted(missing)} not mapped in index_templates/{template}.json"
+            checked += len(fields)
+    assert checked >= 25  # the check saw the fields (memories, edges, recall log)
+
+
+def test_the_field_check_catches_an_unmapped_field():
+    vis = next(o for o in saved_objects() if o["id"] == "engram-recall-stages")
+    state = json.loads(vis["attributes"]["visState"])
+    state["aggs"][0]["params"]["field"] = "timings.nonexistent"
+    broken = {**vis, "attributes": {**vis["attributes"], "visState": json.dumps(state)}}
+    assert "timings.nonexistent" in referenced_fields(broken) - template_fields("recall-log")
+    assert {"timings.embed", "timings.search", "timestamp"} <= template_fields("recall-log")
+    assert {"content", "content.exact", "enrichment.status"} <= template_fields("memories")
 
 
 def _docker_compose_available() -> bool:
