@@ -59,7 +59,7 @@ def test_a_bad_setting_is_one_line_naming_it_the_value_and_the_problem(env, valu
 
 def test_names_and_defaults_are_kept():
     s = Settings()
-    assert (s.port, s.write_refresh, s.search_recency_curve, s.search_scoring_profile, s.search_keyword_mode) == (8001, "wait_for", "linear", "engram", "idf")
+    assert (s.port, s.write_refresh, s.search_recency_curve, s.search_scoring_profile, s.search_keyword_mode) == (8001, "true", "linear", "engram", "idf")
     assert (s.search_weight_vector, s.search_weight_keyword, s.search_weight_tag, s.search_weight_relevance, s.search_weight_temporal) == (0.35, 0.35, 0.2, 0.0, 0.1)
     assert (s.log_format, s.metrics_enabled, s.metrics_port, s.metrics_token, s.recall_log_enabled, s.recall_log_include_query) == (
         "text", True, 0, None, False, False)
