@@ -145,6 +145,28 @@ class Settings(BaseSettings):
     stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
     stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
 
+    # --- Signet's recall surface (spec 004: POST /api/memory/recall, GET /api/memory/search, ...) ---
+    # Exact dates in a query (`2026/05/13 editor`) name a day in this IANA zone (the spec's example
+    # window, 06:00Z-06:00Z, is a day in a UTC-6 zone such as America/Denver).
+    recall_date_timezone: str = "UTC"
+    # Session dedupe: what a session (sessionKey, agentId) was shown in its current context epoch is
+    # kept this long after its last recall (the {INDEX_PREFIX}-recall-ledger index), at most
+    # RECALL_LEDGER_MAX_ITEMS memories per session (the oldest are forgotten first).
+    recall_ledger_ttl_seconds: float = Field(default=7 * 86_400.0, gt=0)
+    recall_ledger_max_items: int = Field(default=5_000, ge=1, le=50_000)
+
+    @field_validator("recall_date_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from service.date_phrases import zone
+
+        zone(value)  # ValueError names an unknown zone
+        return value.strip()
+
+    @property
+    def recall_ledger_alias(self) -> str:
+        return f"{self.index_prefix}-recall-ledger"
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:

@@ -114,6 +114,7 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
     )
     ensure_index(client, settings.edges_alias, "edges", render_template("edges", settings))
     ensure_index(client, settings.consolidation_alias, "consolidation", render_template("consolidation", settings))
+    ensure_index(client, settings.recall_ledger_alias, "recall_ledger", render_template("recall_ledger", settings))
     stored = migrations.state_of(client, settings.memories_alias, memories).dimension
     if stored != dimension:
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")
