@@ -49,6 +49,7 @@ _RELATIVE_DAYS = {"today": 0, "yesterday": 1}
 # One of these right before the phrase belongs to it ("notes from yesterday" -> "notes").
 _PREPOSITION = re.compile(r"(?:^|\s)(?:on|from|at|for|of|in|during|since)\s*$", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+_SPACE_BEFORE_MARK = re.compile(r"\s+(?=[?!.,;:])")
 _EDGE_PUNCTUATION = " \t\n,;:-"
 
 
@@ -119,7 +120,7 @@ def content_without(text: str, start: int, end: int) -> str:
     if prep:
         before = before[: prep.start()]
     rest = f"{before.rstrip(_EDGE_PUNCTUATION)} {text[end:].lstrip(_EDGE_PUNCTUATION)}"
-    return _SPACES.sub(" ", rest).strip(_EDGE_PUNCTUATION)
+    return _SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", rest)).strip(_EDGE_PUNCTUATION)
 
 
 def extract_date_phrase(query: str | None, now: datetime, tz: tzinfo) -> DatePhrase | None:

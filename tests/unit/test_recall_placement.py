@@ -75,3 +75,24 @@ def test_parse_responses_merges_arms_and_reads_counts():
 )
 def test_fetch_k(limit, scoped, expected):
     assert retrieval.fetch_k(limit, scoped, overfetch=4, cap=200) == expected
+
+
+@pytest.mark.parametrize(
+    ("ranked", "suppressed_ids", "limit", "kept", "count"),
+    [
+        (["a", "b", "c"], set(), 2, ["a", "b", "c"], 0),
+        (["a", "b", "c", "d"], {"a"}, 2, ["b", "c", "d"], 1),
+        # all of the page was shown already: the next ones take its place
+        (["a", "b", "c", "d"], {"a", "b"}, 2, ["c", "d"], 2),
+        # a suppressed memory below the page would not have been shown: not counted
+        (["a", "b", "c", "d"], {"d"}, 2, ["a", "b", "c"], 0),
+        (["a", "b", "c", "d"], {"b", "d"}, 2, ["a", "c"], 1),
+        # fewer candidates than the page: every suppressed one counts
+        (["a", "b"], {"a", "b"}, 5, [], 2),
+    ],
+)
+def test_suppress_drops_before_the_page_is_cut(ranked, suppressed_ids, limit, kept, count):
+    items = [sc(mid, 1.0 - i / 10) for i, mid in enumerate(ranked)]
+    out, n = placement.suppress(items, suppressed_ids, limit)
+    assert (ids(out), n) == (kept, count)
+    assert ids(items) == ranked  # the input is not changed
