@@ -49,7 +49,7 @@ class RecallBody(BaseModel):
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
 
-    query: str = Field(..., description="What to recall; exact dates in it (2026/05/13, May 13 2026, yesterday) become a time window")
+    query: str | None = Field(None, description="What to recall (required); exact dates in it (2026/05/13, May 13 2026, yesterday) become a time window")
     limit: int | None = Field(None, description="Results (omitted: 10; bounded to 1..100)")
     type: str | None = Field(None, max_length=NAME_CHARS, description="Memory type (preference, decision, ... or an Engram type)")
     tags: str | list[str] | None = Field(None, description="Comma-separated tags, all required")

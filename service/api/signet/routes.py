@@ -106,7 +106,7 @@ def recall(body: M.RecallBody, request: Request, principal: PrincipalDep, backgr
     bank = read_scope(request, principal, header, bank_query, M.checked(body.scope, "scope", 200)).bank
     values = M.filters(request.app.state.settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
                        pinned=body.pinned, importance_min=body.importance_min, since=body.since, until=body.until)
-    out = _recall(request, background, emit, bank, query=body.query, limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+    out = _recall(request, background, emit, bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=body.time.model_dump() if body.time else None, session_key=body.sessionKey,
                   agent_id=body.agentId, include_recalled=body.includeRecalled)
     if body.aggregate:
