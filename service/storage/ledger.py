@@ -14,6 +14,7 @@ The document transitions are pure functions (`claimed_doc`, `advanced_doc`) with
 from __future__ import annotations
 
 import logging
+import random
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,8 +32,10 @@ log = logging.getLogger("engram.ledger")
 
 # Document ids: uuid5 of (bank, sessionKey, agentId) in a namespace of our own.
 LEDGER_NAMESPACE = uuid.UUID("3c8e1f0a-54b7-4d0e-9a61-7f2d9b3c5e18")
-# A lost race (another replica wrote the session first) is retried this many times.
-WRITE_ATTEMPTS = 5
+# A lost race (another recall of the session wrote first) is retried after a short random pause; 8
+# concurrent writers of one session on two replicas (tests/integration/test_signet_dedupe.py) lost
+# 5 races in a row without the pause.
+WRITE_ATTEMPTS = 12
 # Expired documents are purged at most this often per process (reads ignore them anyway).
 PURGE_INTERVAL_SECONDS = 3600.0
 
@@ -96,6 +99,10 @@ def advanced_doc(current: dict | None, key: Session, reason: str, source_ref: st
     }
 
 
+def _pause(attempt: int) -> None:
+    time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # spread the contenders out
+
+
 def expired_query(now: datetime) -> dict:
     return {"range": {"expires_at": {"lte": iso(now)}}}
 
@@ -129,22 +136,24 @@ class RecallLedger:
         so the session's next recall, on any replica, sees them)."""
         current = session
         taken: set[str] = set()
-        for _ in range(WRITE_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
             taken |= (current.recalled - session.recalled) & set(ids)
             doc = claimed_doc(current.source, session, ids, now, self.ttl_s, self.max_items)
             if self._write(session.doc_id, doc, current.version):
                 self._maybe_purge(now)
                 return Claim(int(doc["context_epoch"]), taken)
+            _pause(attempt)
             current = self.read(session.bank, session.session_key, session.agent_id, now)
         raise EngineUnavailable(f"recall ledger: {WRITE_ATTEMPTS} concurrent recalls of one session wrote first; retry")
 
     def advance(self, bank: str, session_key: str, agent_id: str, *, reason: str, source_ref: str | None, now: datetime) -> int:
         """Start the session's next context epoch (nothing in it is suppressed); returns its number."""
-        for _ in range(WRITE_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
             current = self.read(bank, session_key, agent_id, now)
             doc = advanced_doc(current.source, current, reason, source_ref, now, self.ttl_s)
             if self._write(current.doc_id, doc, current.version):
                 return int(doc["context_epoch"])
+            _pause(attempt)
         raise EngineUnavailable(f"recall ledger: {WRITE_ATTEMPTS} concurrent writes to one session came first; retry")
 
     def _write(self, doc_id: str, doc: dict, version: tuple[int, int] | None) -> bool:

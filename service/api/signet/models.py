@@ -68,6 +68,13 @@ class RecallBody(BaseModel):
     includeRecalled: bool = Field(False, validation_alias=_aliases("includeRecalled", "include_recalled"), description="Return repeats too, marked already_recalled")
     scope: str | None = Field(None, max_length=200, description="A memory scope: the bank to read (as X-Bank)")
 
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query_is_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("query must be a string")
+        return value
+
     @field_validator("aggregateBudget", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
