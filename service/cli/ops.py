@@ -24,6 +24,7 @@ BENCHES = {
     "embedder": "embedding backends: throughput, latency, agreement",
     "corpus": "generate (and load) a synthetic memory corpus",
     "lifecycle": "backup, restore, import and export throughput; live writes during an import",
+    "signet": "Signet's recall surface and session dedupe vs GET /recall",
 }
 PASS_THROUGH = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}, "add_help_option": False}
 
