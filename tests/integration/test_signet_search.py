@@ -51,6 +51,7 @@ def test_keyword_search_filters_and_distinct_authors(api):
     assert ids(listing) == [a, c] and listing.json()["results"][0]["score"] == 1.0
     assert 0 < listing.json()["results"][1]["score"] < 0.7
     assert ids(api.get("/memory/search", params={"importance_min": "0.3"}))[0] == a
+    assert set(ids(api.get("/memory/search", params={"importance_min": "0"}))) == {a, b, c}  # 0 is a filter too
     assert api.get("/memory/search").json() == {"results": []}  # neither a query nor a filter
     assert api.get("/memory/search", params={"distinct": "who", "q": "ignored", "who": "nobody"}).json() == {"values": ["alice", "bob"]}
     assert api.get("/memory/search", params={"distinct": "who"}, headers={"X-Bank": "empty"}).json() == {"values": []}

@@ -139,7 +139,7 @@ def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], store: StoreD
     q = M.checked(params.q, "q", M.MAX_QUERY_CHARS)
     values = M.filters(settings, type_=params.type, tags=params.tags, who=params.who, project=None, pinned=params.pinned,
                        importance_min=params.importance_min, since=params.since, until=None)
-    given = any(v for k, v in values.items() if k != "tag_mode")
+    given = any(v is not None and v != [] for k, v in values.items() if k != "tag_mode")
     if not q and not given:
         return _json({"results": []})
     req = M.recall_request(settings, bank=bank, query=q, limit=1, values=values)
