@@ -138,11 +138,10 @@ class RecallService:
         profile = context_profile(req)
         queries = query_list(req)
         per_query = (req.per_query_limit or req.limit) if len(queries) > 1 else req.limit
-        # Suppressed memories are looked past: the arms fetch that many more (at most RECALL_MAX_LIMIT).
-        margin = min(len(req.suppress_ids), self.settings.recall_max_limit)
-        outcomes = [self.run_query(req, q, per_query + margin, now, timings, profile) for q in (queries or [None])]
+        outcomes = [self.run_query(req, q, per_query, now, timings, profile) for q in (queries or [None])]
         merged, dedup_removed, deduped_from = self.merged(outcomes)
         pool = Pool.of(outcomes)
+        margin = len(req.suppress_ids.intersection(pool.hits))  # suppressed candidates: the page reaches that much further
         recency = req.sort == "score" and (req.recency_bias == "on" or (req.recency_bias == "auto" and any(map(has_temporal_intent, queries))))
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
         timings.lap("state")

@@ -180,6 +180,16 @@ def fallback_filter(f: RecallFilter) -> dict:
     return unscoped
 
 
+def excluding_ids(flt: dict, ids: Sequence[str]) -> dict:
+    """`flt` without these memories (session dedupe: the arms fetch a full pool of the others)."""
+    return {"bool": {"filter": [flt], "must_not": [{"ids": {"values": sorted(ids)}}]}}
+
+
+def only_ids(flt: dict, ids: Sequence[str]) -> dict:
+    """`flt` restricted to these memories (session dedupe: the suppressed ones, scored as the others are)."""
+    return {"bool": {"filter": [flt, {"ids": {"values": sorted(ids)}}]}}
+
+
 def strictly_current(flt: dict, at: datetime) -> dict:
     """`flt`, and valid, not expired, not superseded at `at`: chain heads and expanded memories."""
     return {"bool": {"filter": [flt], "must_not": active_must_not(at)}}

@@ -96,3 +96,33 @@ def test_suppress_drops_before_the_page_is_cut(ranked, suppressed_ids, limit, ke
     out, n = placement.suppress(items, suppressed_ids, limit)
     assert (ids(out), n) == (kept, count)
     assert ids(items) == ranked  # the input is not changed
+
+
+def test_suppressed_memories_are_fetched_apart_and_scored_alike():
+    from service.recall import queries as Q
+    from service.recall.request import RecallRequest
+
+    options = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
+    req = RecallRequest(bank="b", query="deploy", limit=5, suppress_ids=frozenset({"s2", "s1"}))
+    spec = Q.RecallFilter(bank="b")
+    flt = Q.filter_clauses(spec)
+    arms = retrieval.plan_arms(req, spec, text="deploy", lexical="deploy", keywords=["deploy"], vector=[0.1, 0.2], limit=5, profile=None, options=options)
+    assert [name for name, _ in arms] == ["vector", "keyword", "seen:vector", "seen:keyword", "metadata"]
+    by = dict(arms)
+    assert by["vector"]["query"]["knn"]["embedding"]["filter"] == {"bool": {"filter": [flt], "must_not": [{"ids": {"values": ["s1", "s2"]}}]}}
+    assert by["seen:vector"]["query"]["knn"]["embedding"]["filter"] == {"bool": {"filter": [flt, {"ids": {"values": ["s1", "s2"]}}]}}
+    assert by["seen:keyword"]["query"]["bool"]["filter"] == [{"bool": {"filter": [flt, {"ids": {"values": ["s1", "s2"]}}]}}]
+    assert by["seen:vector"]["size"] == by["vector"]["size"] == 20 and by["metadata"]["query"]["bool"]["filter"] == [flt]
+    plain = retrieval.plan_arms(RecallRequest(bank="b", query="deploy", limit=5), spec, text="deploy", lexical="deploy", keywords=["deploy"],
+                                vector=[0.1, 0.2], limit=5, profile=None, options=options)
+    assert [name for name, _ in plain] == ["vector", "keyword", "metadata"] and dict(plain)["vector"]["query"]["knn"]["embedding"]["filter"] == flt
+    trending = retrieval.plan_arms(RecallRequest(bank="b", limit=5, suppress_ids=frozenset({"s1"})), spec, text=None, lexical=None, keywords=[],
+                                   vector=None, limit=5, profile=None, options=options)
+    assert [name for name, _ in trending] == ["trending", "seen:trending"]
+
+    responses = [{"hits": {"hits": [{"_id": "a", "_score": 0.9, "_source": {}}]}}, {"hits": {"hits": []}},
+                 {"hits": {"hits": [{"_id": "s1", "_score": 0.95, "_source": {}}]}}, {"hits": {"hits": [{"_id": "s1", "_score": 4.0, "_source": {}}]}},
+                 {"hits": {"hits": []}}]
+    got = retrieval.parse_responses(arms, responses)
+    assert (got.hits["s1"].arms, got.hits["s1"].cosine, got.hits["s1"].bm25) == ({"vector", "keyword"}, pytest.approx(0.9), 4.0)
+    assert got.pool_size == 1  # the main vector arm's pool only
