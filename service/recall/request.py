@@ -68,8 +68,9 @@ class RecallRequest:
     # Which stored times `window` applies to (queries.FACET_FIELDS), half-open [start, end); None: `timestamp`
     # with both bounds inclusive (AutoMem).
     window_facets: tuple[str, ...] | None = None
-    # Session dedupe: memories already returned in this context; they leave the ranking before the page
-    # is cut (so they never shorten it) and the response counts them (`suppressed`).
+    # Session dedupe: memories already returned in this context. The arms leave them out (so they never
+    # shorten the page), same-shaped arms fetch them, and the response counts those that would have
+    # been on the page (`suppressed`).
     suppress_ids: frozenset[str] = frozenset()
     # Request problems that are not errors (unknown parameters), echoed as the response's `warnings`.
     warnings: list[str] = field(default_factory=list)
