@@ -205,6 +205,28 @@ class Settings(BaseSettings):
                 raise ValueError(f"malformed URL ({problem}); expected http://host:port or https://host:port")
         return value
 
+    # --- Signet's recall surface (spec 004: POST /api/memory/recall, GET /api/memory/search, ...) ---
+    # Exact dates in a query (`2026/05/13 editor`) name a day in this IANA zone (the spec's example
+    # window, 06:00Z-06:00Z, is a day in a UTC-6 zone such as America/Denver).
+    recall_date_timezone: str = "UTC"
+    # Session dedupe: what a session (sessionKey, agentId) was shown in its current context epoch is
+    # kept this long after its last recall (the {INDEX_PREFIX}-recall-ledger index), at most
+    # RECALL_LEDGER_MAX_ITEMS memories per session (the oldest are forgotten first).
+    recall_ledger_ttl_seconds: float = Field(default=7 * 86_400.0, gt=0)
+    recall_ledger_max_items: int = Field(default=5_000, ge=1, le=50_000)
+
+    @field_validator("recall_date_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from service.date_phrases import zone
+
+        zone(value)  # ValueError names an unknown zone
+        return value.strip()
+
+    @property
+    def recall_ledger_alias(self) -> str:
+        return f"{self.index_prefix}-recall-ledger"
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:
@@ -257,7 +279,13 @@ SECRET_PARTS = ("token", "password", "secret")
 
 
 def url_problem(url: str) -> str | None:
-    """What makes `url` unusable as OPENSEARCH_URL, or None."""
+    """What makes `url` unusable as OPENSEARCH_URL (one node, or several comma-separated), or None."""
+    if "," in url:
+        for part in url.split(","):
+            problem = url_problem(part.strip()) if part.strip() else "an empty entry in the comma-separated list"
+            if problem:
+                return problem
+        return None
     if any(ch.isspace() for ch in url):
         return "it contains blanks"
     parts = urlsplit(url)
@@ -273,7 +301,9 @@ def url_problem(url: str) -> str | None:
 
 
 def shown_url(url: str) -> str:
-    """The URL with any password replaced by ***, fit for an error message or a log line."""
+    """The URL (or URLs) with any password replaced by ***, fit for an error message or a log line."""
+    if "," in url:
+        return ",".join(shown_url(part.strip()) for part in url.split(","))
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -13,6 +13,7 @@ from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
 from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
+from service.api.signet import routes as signet
 from service.graph.links import AssociationService
 from service.auth import TokenFileError, TokenRegistry
 from service.config import Settings, get_settings
@@ -28,6 +29,7 @@ from service.startup import probe_engine
 from service.storage.bootstrap import ensure_indices
 from service.storage.client import make_client
 from service.storage.edges import EdgeStore
+from service.storage.ledger import RecallLedger
 from service.storage.memories import MemoryStore
 from service.stream import EventBus
 from service.writes import MemoryWriter
@@ -40,6 +42,7 @@ OPENAPI_TAGS = [
     {"name": "recall", "description": "Ranked hybrid recall (AutoMem: spec 000)"},
     {"name": "graph", "description": "Associations between memories and graph walks"},
     {"name": "health", "description": "Liveness and readiness; no token needed"},
+    {"name": "signet", "description": "Signet's recall surface (spec 004): recall with session dedupe and date phrases, search, similar"},
 ]
 
 
@@ -102,6 +105,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
+        state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
         state.events = EventBus(cfg.stream_queue_size)
         state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
         state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event)
@@ -141,6 +145,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     install_observability(app, cfg)  # after RequestGuard: metrics and request ids run around it
     app.include_router(health.router)
     app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}
+    app.include_router(signet.router)  # before memory too: /memory/search and /memory/similar
     app.include_router(memory.router)
     app.include_router(associate.router)
     app.include_router(graph.router)

@@ -114,6 +114,9 @@ class MemoryWriter:
             check_tags(req.tags, limits, f"{where}tags")
         if req.type is not None:
             check_text(req.type, f"{where}type", max_chars=limits.type_chars)
+        for name in ("who", "project"):  # keyword values, bounded like tags
+            if getattr(req, name) is not None:
+                check_text(getattr(req, name), f"{where}{name}", max_chars=limits.tag_chars)
         check_metadata(req.metadata, limits, f"{where}metadata")
 
     def prepare(self, req: MemoryCreate, now: datetime, where: str = "", *, memory_id: str | None = None) -> Prepared:
@@ -151,6 +154,9 @@ class MemoryWriter:
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         if req.relevance_score is not None:
             doc["relevance_score"] = req.relevance_score
+        for name in ("who", "project", "pinned"):  # stored only when given: other documents stay as they were
+            if getattr(req, name) is not None:
+                doc[name] = getattr(req, name)
         if req.embedding is not None:
             doc["embedding"] = req.embedding
         return Prepared(doc["id"], doc, warnings)
@@ -334,6 +340,9 @@ def patch_changes(
         changes["type"], _ = canonical_type(req.type)
     for name in ("importance", "confidence", "relevance_score", "archived"):
         if given.get(name) is not None:
+            changes[name] = given[name]
+    for name in ("who", "project", "pinned"):
+        if name in given:  # an explicit null clears it
             changes[name] = given[name]
     if "tags" in given or "metadata" in given:
         tags = clean_tags(req.tags) if req.tags is not None else current.get("tags", [])

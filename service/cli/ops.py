@@ -25,6 +25,7 @@ BENCHES = {
     "corpus": "generate (and load) a synthetic memory corpus",
     "lifecycle": "backup, restore, import and export throughput; live writes during an import",
     "observability": "what metrics and the recall log cost per request (needs --url)",
+    "signet": "Signet's recall surface and session dedupe vs GET /recall",
 }
 PASS_THROUGH = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}, "add_help_option": False}
 

@@ -141,10 +141,11 @@ class RecallService:
         outcomes = [self.run_query(req, q, per_query, now, timings, profile) for q in (queries or [None])]
         merged, dedup_removed, deduped_from = self.merged(outcomes)
         pool = Pool.of(outcomes)
+        margin = len(req.suppress_ids.intersection(pool.hits))  # suppressed candidates: the page reaches that much further
         recency = req.sort == "score" and (req.recency_bias == "on" or (req.recency_bias == "auto" and any(map(has_temporal_intent, queries))))
-        merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency)
+        merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
         timings.lap("state")
-        ordered = self.order(req, merged, pool, recency)
+        ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
         page = ordered[: req.limit]
         timings.lap("rank")
         expansion = self.expand(req, page, pool, outcomes[0], now)
@@ -169,6 +170,8 @@ class RecallService:
             recency_applied=recency and bool(merged), state_filter=state_filter, graph=expansion.response,
         )
         body = shaping.response_body(req, queries, results, diagnostics, profile)
+        if req.suppress_ids:
+            body["suppressed"] = suppressed
         body["timings"] = timings.stages
         body["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return body
@@ -233,6 +236,7 @@ class RecallService:
 
     def current_state(
         self, req: RecallRequest, ranked: list[ScoredCandidate], pool: Pool, first: QueryOutcome, now: datetime, recency: bool,
+        margin: int = 0,
     ) -> tuple[list[ScoredCandidate], dict | None]:
         """Suppress what is not current; supersession chains resolve to their head (one lookup per hop),
         on the whole candidate pool before the page is cut, so suppressions never shorten the page."""
@@ -253,7 +257,7 @@ class RecallService:
 
         # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
         # state_debug resolves every chain so it can report each one.
-        page = req.limit if req.sort == "score" and not recency and not req.state_debug else None
+        page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
         outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page)
         pool.extras.update(outcome.extras)
         return outcome.ranked, outcome.to_response(debug=req.state_debug)

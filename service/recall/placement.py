@@ -81,3 +81,18 @@ def sort_by_time(items: Sequence[ScoredCandidate], sort: str) -> list[ScoredCand
     dated = [s for s in items if moment(s)]
     undated = [s for s in items if not moment(s)]
     return sorted(dated, key=lambda s: moment(s).timestamp(), reverse=sort.endswith("_desc")) + undated
+
+
+def suppress(items: Sequence[ScoredCandidate], ids: Collection[str], limit: int) -> tuple[list[ScoredCandidate], int]:
+    """Session dedupe: memories already returned in this context leave the ranking before the page is
+    cut, so they never shorten it. Returns (the rest, how many of them would have been on the page)."""
+    if not ids:
+        return list(items), 0
+    kept: list[ScoredCandidate] = []
+    suppressed = 0
+    for s in items:
+        if s.candidate.id not in ids:
+            kept.append(s)
+        elif len(kept) < limit:
+            suppressed += 1
+    return kept, suppressed

@@ -40,6 +40,75 @@ class RecallFilter:
     excluded_types: tuple[str, ...] = ()
     extra: tuple[dict, ...] = field(default=())  # more filter clauses
     extra_must_not: tuple[dict, ...] = field(default=())
+    window_facets: tuple[str, ...] | None = None  # see window_clause
+    who: str | None = None
+    project: str | None = None
+    pinned: bool | None = None
+    types: tuple[str, ...] = ()
+    importance_min: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+# Temporal facets (spec 004 `time.facets`) and the stored times they read. `session`, `source`,
+# `observed` and `occurred` name times Engram does not store: alone they match nothing.
+TEMPORAL_FACETS = ("session", "source", "captured", "observed", "occurred", "valid")
+FACET_FIELDS = {"captured": "timestamp", "valid": "t_valid..t_invalid"}
+MATCH_NOTHING = {"bool": {"must_not": [{"match_all": {}}]}}
+
+
+def window_clause(start: datetime | None, end: datetime | None, facets: Sequence[str] | None) -> dict:
+    """The time window. Without facets: `timestamp`, both bounds inclusive (AutoMem's _result_passes_filters).
+    With facets: any of them in [start, end) — `captured` is the timestamp, `valid` a validity interval
+    [t_valid, t_invalid) that overlaps the window."""
+    if facets is None:
+        rng: dict = {}
+        if start:
+            rng["gte"] = start.isoformat()
+        if end:
+            rng["lte"] = end.isoformat()
+        return {"range": {"timestamp": rng}}
+    should: list[dict] = []
+    if "captured" in facets:
+        rng = {}
+        if start:
+            rng["gte"] = start.isoformat()
+        if end:
+            rng["lt"] = end.isoformat()
+        should.append({"range": {"timestamp": rng}})
+    if "valid" in facets:
+        valid: dict = {"filter": [{"exists": {"field": "t_valid"}}]}
+        if end:
+            valid["filter"].append({"range": {"t_valid": {"lt": end.isoformat()}}})
+        if start:
+            valid["must_not"] = [{"range": {"t_invalid": {"lte": start.isoformat()}}}]
+        should.append({"bool": valid})
+    if not should:
+        return MATCH_NOTHING
+    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+def attribute_clauses(f: RecallFilter) -> list[dict]:
+    """Filters on stored fields: who, project, pinned, types, minimum importance, timestamp bounds."""
+    out: list[dict] = []
+    if f.who is not None:
+        out.append({"term": {"who": f.who}})
+    if f.project is not None:
+        out.append({"term": {"project": f.project}})
+    if f.pinned:
+        out.append({"term": {"pinned": True}})
+    if f.types:
+        out.append({"terms": {"type": list(dict.fromkeys(f.types))}})
+    if f.importance_min is not None:
+        out.append({"range": {"importance": {"gte": f.importance_min}}})
+    if f.since or f.until:
+        rng: dict = {}
+        if f.since:
+            rng["gte"] = f.since.isoformat()
+        if f.until:
+            rng["lte"] = f.until.isoformat()
+        out.append({"range": {"timestamp": rng}})
+    return out
 
 
 def tag_clauses(tags: Sequence[str], tag_mode: str, tag_match: str) -> list[dict]:
@@ -61,12 +130,8 @@ def filter_clauses(f: RecallFilter, *, scoped: bool = True) -> dict:
     if scoped:
         filters += tag_clauses(f.tags, f.tag_mode, f.tag_match)
     if f.start or f.end:
-        rng: dict = {}
-        if f.start:
-            rng["gte"] = f.start.isoformat()
-        if f.end:
-            rng["lte"] = f.end.isoformat()  # both bounds inclusive, as AutoMem's _result_passes_filters
-        filters.append({"range": {"timestamp": rng}})
+        filters.append(window_clause(f.start, f.end, f.window_facets))
+    filters += attribute_clauses(f)
     filters += list(f.extra)
     must_not: list[dict] = [{"term": {"archived": True}}]
     if f.exclude_tags:
@@ -101,7 +166,9 @@ def recall_filter(req, at: datetime, excluded_types: Sequence[str]) -> RecallFil
     return RecallFilter(
         bank=req.bank, tags=tuple(req.tags), tag_mode=req.tag_mode, tag_match=req.tag_match, exclude_tags=tuple(req.exclude_tags),
         start=req.window.start if req.window else None, end=req.window.end if req.window else None,
-        excluded_types=tuple(excluded_types), extra_must_not=must_not,
+        excluded_types=tuple(excluded_types), extra_must_not=must_not, window_facets=req.window_facets,
+        who=req.who, project=req.project, pinned=req.pinned, types=tuple(req.types), importance_min=req.importance_min,
+        since=req.since, until=req.until,
     )
 
 
@@ -111,6 +178,16 @@ def fallback_filter(f: RecallFilter) -> dict:
     unscoped = filter_clauses(f, scoped=False)
     unscoped["bool"]["must_not"] = unscoped["bool"]["must_not"] + tag_clauses(f.tags, "any", f.tag_match)
     return unscoped
+
+
+def excluding_ids(flt: dict, ids: Sequence[str]) -> dict:
+    """`flt` without these memories (session dedupe: the arms fetch a full pool of the others)."""
+    return {"bool": {"filter": [flt], "must_not": [{"ids": {"values": sorted(ids)}}]}}
+
+
+def only_ids(flt: dict, ids: Sequence[str]) -> dict:
+    """`flt` restricted to these memories (session dedupe: the suppressed ones, scored as the others are)."""
+    return {"bool": {"filter": [flt, {"ids": {"values": sorted(ids)}}]}}
 
 
 def strictly_current(flt: dict, at: datetime) -> dict:

@@ -57,6 +57,21 @@ class RecallRequest:
     adaptive_floor: bool = True
     auto_decompose: bool = False
     scoring_profile: str = "engram"
+    # Stored-field filters (who, project, pinned: settable on every write; Signet's recall filters them).
+    who: str | None = None
+    project: str | None = None
+    pinned: bool | None = None  # True: pinned memories only; False / None: no filter
+    types: list[str] = field(default_factory=list)  # memory types, any of them
+    importance_min: float | None = None
+    since: datetime | None = None  # timestamp bounds besides the window, both inclusive
+    until: datetime | None = None
+    # Which stored times `window` applies to (queries.FACET_FIELDS), half-open [start, end); None: `timestamp`
+    # with both bounds inclusive (AutoMem).
+    window_facets: tuple[str, ...] | None = None
+    # Session dedupe: memories already returned in this context. The arms leave them out (so they never
+    # shorten the page), same-shaped arms fetch them, and the response counts those that would have
+    # been on the page (`suppressed`).
+    suppress_ids: frozenset[str] = frozenset()
     # Request problems that are not errors (unknown parameters), echoed as the response's `warnings`.
     warnings: list[str] = field(default_factory=list)
 

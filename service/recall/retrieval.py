@@ -27,6 +27,9 @@ KEYWORD_ARM_MIN = 50
 TAG_SCOPE_WIDEN = 2
 COUNT_ARM = "count"
 DF_PREFIX = "df:"
+# Session dedupe: the main arms leave the suppressed memories out (so the pool is full of the others);
+# the same arms restricted to them ("seen:vector", ...) bring them in to be scored and counted.
+SEEN_PREFIX = "seen:"
 # Arms that only contribute when nothing else does (ordering of match types, first wins).
 MATCH_ORDER = ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback")
 
@@ -114,14 +117,16 @@ def plan_arms(
     scoped = bool(req.tags)
     arms: list[tuple[str, dict]] = []
     k = fetch_k(limit, scoped, options.overfetch, options.fetch_cap)
-    if vector is not None:
-        arms.append(("vector", Q.knn_arm(vector, k, flt)))
-    if text and lexical:
-        arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
-        if options.metadata_search:
-            arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
-    if vector is None and not text:
-        arms.append(("trending", Q.trending_arm(max(limit, 1), flt, req.sort)))
+    seen = sorted(req.suppress_ids)
+    for prefix, arm_flt in [("", Q.excluding_ids(flt, seen) if seen else flt)] + ([(SEEN_PREFIX, Q.only_ids(flt, seen))] if seen else []):
+        if vector is not None:
+            arms.append((f"{prefix}vector", Q.knn_arm(vector, k, arm_flt)))
+        if text and lexical:
+            arms.append((f"{prefix}keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt), vector)))
+        if vector is None and not text:
+            arms.append((f"{prefix}trending", Q.trending_arm(max(limit, 1), arm_flt, req.sort)))
+    if text and lexical and options.metadata_search:
+        arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
     if req.priority_ids:
         arms.append(("priority", Q.with_cosine(Q.ids_arm(req.priority_ids, flt), vector)))
     if profile is not None and profile.require_injection:
@@ -164,9 +169,10 @@ def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict])
             continue
         if arm == "vector":
             out.pool_size = len(resp["hits"]["hits"])
+        name = arm.removeprefix(SEEN_PREFIX)  # a suppressed memory is scored as its arm scores the others
         for h in resp["hits"]["hits"]:
             hit = out.hits.get(h["_id"])
             if hit is None:
                 hit = out.hits[h["_id"]] = Hit(h["_id"], h.get("_source") or {})
-            hit.absorb(h, arm)
+            hit.absorb(h, name)
     return out

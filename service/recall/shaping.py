@@ -16,6 +16,7 @@ MEMORY_FIELDS = (
     "content", "tags", "tag_prefixes", "importance", "confidence", "type", "timestamp", "updated_at",
     "last_accessed", "t_valid", "t_invalid", "archived", "metadata", "relevance_score",
     "superseded_by", "superseded_at", "supersede_type",  # supersession state (history mode shows it)
+    "who", "pinned", "project",  # when stored (every write API takes them; Signet's recall returns them)
 )
 
 

@@ -42,6 +42,9 @@ class MemoryFields(BaseModel):
     last_accessed: str | None = Field(None, max_length=64)
     relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="0-1, written by consolidation decay")
     archived: bool | None = None
+    who: str | None = Field(None, max_length=256, description="Who wrote the memory (an agent, a harness, a person); Signet's `who`")
+    project: str | None = Field(None, max_length=256, description="The project the memory belongs to (Signet's `project`)")
+    pinned: bool | None = Field(None, description="Pinned memories are always kept in view (Signet's `pinned`); false when omitted")
 
     _split_tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _tags(v)))
 

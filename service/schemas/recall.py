@@ -16,10 +16,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.date_phrases import extract_date_phrase, zone
 from service.errors import BadRequest
 from service.recall.request import RecallRequest
 from service.schemas.query import QueryModel, list_aliases
-from service.timeparse import parse_iso_datetime, resolve_time_window
+from service.timeparse import TimeWindow, parse_iso_datetime, resolve_time_window
 from service.validation import check_vector
 
 # Bounds on list parameters: each item is a filter clause, an arm or a whole extra query.
@@ -82,6 +83,10 @@ class RecallQuery(QueryModel):
     adaptive_floor: bool | None = Field(None, description="Adaptive score floor (default RECALL_ADAPTIVE_FLOOR, true)")
     auto_decompose: bool = Field(False, description="Add supplementary queries from the query's names and topics")
     scoring_profile: Literal["engram", "automem"] | None = Field(None, description="Scoring definitions (default SEARCH_SCORING_PROFILE, engram)")
+    parse_dates: bool = Field(
+        False, description="Take an exact date in `query` (2026-05-13, 2026/05/13, May 13 2026, yesterday) as the time window "
+        "(that day in RECALL_DATE_TIMEZONE) and the rest as the query; only without time_query/start/end. Off by default (AutoMem's behaviour)",
+    )
 
     @field_validator("query")
     @classmethod
@@ -101,6 +106,13 @@ class RecallQuery(QueryModel):
             window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
+        query = self.query
+        phrase = None
+        if self.parse_dates and window is None and query:
+            phrase = extract_date_phrase(query, now, zone(settings.recall_date_timezone))
+        if phrase is not None:
+            # AutoMem's window semantics (both bounds inclusive), as for time_query=today.
+            window, query = TimeWindow(phrase.start, phrase.end, phrase.phrase), phrase.content_query or None
         as_of = None
         if self.as_of:
             try:
@@ -110,7 +122,7 @@ class RecallQuery(QueryModel):
         state_mode = self.state_mode if self.current_only is None else ("current" if self.current_only else "history")
         return RecallRequest.from_settings(
             settings, bank=bank,
-            query=self.query, queries=list(self.queries),
+            query=query, queries=list(self.queries),
             embedding=check_vector(self.embedding, dimension, "Invalid embedding:") if self.embedding else None,
             limit=self.limit, per_query_limit=self.per_query_limit,
             sort=self.sort or "score", sort_given=self.sort is not None,

@@ -119,6 +119,7 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
     ensure_index(client, settings.consolidation_alias, "consolidation", render_template("consolidation", settings))
     if settings.recall_log_enabled:
         ensure_index(client, settings.recall_log_alias, "recall-log", render_template("recall-log", settings))
+    ensure_index(client, settings.recall_ledger_alias, "recall_ledger", render_template("recall_ledger", settings))
     stored = migrations.state_of(client, settings.memories_alias, memories).dimension
     if stored != dimension:
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")

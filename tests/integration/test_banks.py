@@ -124,3 +124,40 @@ def test_a_broken_tokens_file_stops_the_start(tmp_path):
     with pytest.raises(ConfigurationError, match="sha256 must be 64 hex"):
         with TestClient(create_app(settings)):
             pass
+
+
+def test_signet_routes_never_show_another_bank(banked):
+    """Signet's routes with a token scoped to bank a, against data (and a session ledger) in bank b:
+    `scope` and X-Bank naming b are 404, and nothing of b ever shows."""
+    api = banked
+    b = {"X-Bank": "b"}
+    b1 = api.post("/memory", json={"content": "Bank b secret: the launch code is 7-7-1", "who": "mallory"}, headers=b).json()["memory_id"]
+    a1 = api.post("/memory", json={"content": "Bank a memory about launch codes", "who": "alice"}, headers=as_(A_TOKEN)).json()["memory_id"]
+    # bank b's session has seen b1; nothing a token of bank a does may touch that ledger
+    seen = api.post("/api/memory/recall", json={"query": "launch code", "sessionKey": "shared-key"}, headers=b).json()
+    assert [r["id"] for r in seen["results"]] == [b1]
+    for headers in (as_(A_TOKEN), as_(A_TOKEN, "b"), as_(READ_A_TOKEN, "b"), as_(READ_A_TOKEN)):
+        calls = [
+            api.post("/api/memory/recall", json={"query": "launch code secret", "sessionKey": "shared-key"}, headers=headers),
+            api.post("/api/memory/recall", json={"query": "launch code secret", "scope": "b"}, headers=headers),
+            api.get("/api/memory/search", params={"q": "launch code secret", "sessionKey": "shared-key"}, headers=headers),
+            api.get("/memory/search", params={"q": "launch code"}, headers=headers),
+            api.get("/memory/search", params={"who": "mallory"}, headers=headers),
+            api.get("/memory/search", params={"distinct": "who"}, headers=headers),
+            api.get("/memory/similar", params={"id": b1}, headers=headers),
+            api.get("/memory/similar", params={"id": a1}, headers=headers),
+            api.post("/api/hooks/compaction-complete", json={"harness": "h", "summary": "x", "sessionKey": "shared-key"}, headers=headers),
+        ]
+        for resp in calls:
+            assert resp.status_code in (200, 403, 404), resp.text
+            assert "7-7-1" not in resp.text and "mallory" not in resp.text, resp.text
+            assert resp.status_code != 200 or b1 not in resp.text, resp.text  # a 404 may name the id it was asked for
+            body = resp.json()
+            if resp.status_code == 200 and "results" in body:
+                assert [r["id"] for r in body["results"]] in ([], [a1]), resp.text
+    # bank b's session is untouched: its memory is still suppressed there, in epoch 0
+    again = api.post("/api/memory/recall", json={"query": "launch code", "sessionKey": "shared-key"}, headers=b).json()
+    assert again["results"] == [] and again["meta"]["dedupe"] == {"enabled": True, "contextEpoch": 0, "suppressed": 1, "repeatedReturned": 0}
+    assert_error(api.post("/api/memory/recall", json={"query": "x", "scope": "b"}, headers=as_(A_TOKEN)), 404, "Bank b not found")
+    assert_error(api.post("/api/hooks/compaction-complete", json={"harness": "h", "summary": "x"}, headers=as_(READ_A_TOKEN, "a")), 403, "remember")
+    assert api.get("/memory/search", params={"distinct": "who"}, headers=as_(ALL_TOKEN, "b")).json() == {"values": ["mallory"]}

@@ -75,3 +75,54 @@ def test_parse_responses_merges_arms_and_reads_counts():
 )
 def test_fetch_k(limit, scoped, expected):
     assert retrieval.fetch_k(limit, scoped, overfetch=4, cap=200) == expected
+
+
+@pytest.mark.parametrize(
+    ("ranked", "suppressed_ids", "limit", "kept", "count"),
+    [
+        (["a", "b", "c"], set(), 2, ["a", "b", "c"], 0),
+        (["a", "b", "c", "d"], {"a"}, 2, ["b", "c", "d"], 1),
+        # all of the page was shown already: the next ones take its place
+        (["a", "b", "c", "d"], {"a", "b"}, 2, ["c", "d"], 2),
+        # a suppressed memory below the page would not have been shown: not counted
+        (["a", "b", "c", "d"], {"d"}, 2, ["a", "b", "c"], 0),
+        (["a", "b", "c", "d"], {"b", "d"}, 2, ["a", "c"], 1),
+        # fewer candidates than the page: every suppressed one counts
+        (["a", "b"], {"a", "b"}, 5, [], 2),
+    ],
+)
+def test_suppress_drops_before_the_page_is_cut(ranked, suppressed_ids, limit, kept, count):
+    items = [sc(mid, 1.0 - i / 10) for i, mid in enumerate(ranked)]
+    out, n = placement.suppress(items, suppressed_ids, limit)
+    assert (ids(out), n) == (kept, count)
+    assert ids(items) == ranked  # the input is not changed
+
+
+def test_suppressed_memories_are_fetched_apart_and_scored_alike():
+    from service.recall import queries as Q
+    from service.recall.request import RecallRequest
+
+    options = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
+    req = RecallRequest(bank="b", query="deploy", limit=5, suppress_ids=frozenset({"s2", "s1"}))
+    spec = Q.RecallFilter(bank="b")
+    flt = Q.filter_clauses(spec)
+    arms = retrieval.plan_arms(req, spec, text="deploy", lexical="deploy", keywords=["deploy"], vector=[0.1, 0.2], limit=5, profile=None, options=options)
+    assert [name for name, _ in arms] == ["vector", "keyword", "seen:vector", "seen:keyword", "metadata"]
+    by = dict(arms)
+    assert by["vector"]["query"]["knn"]["embedding"]["filter"] == {"bool": {"filter": [flt], "must_not": [{"ids": {"values": ["s1", "s2"]}}]}}
+    assert by["seen:vector"]["query"]["knn"]["embedding"]["filter"] == {"bool": {"filter": [flt, {"ids": {"values": ["s1", "s2"]}}]}}
+    assert by["seen:keyword"]["query"]["bool"]["filter"] == [{"bool": {"filter": [flt, {"ids": {"values": ["s1", "s2"]}}]}}]
+    assert by["seen:vector"]["size"] == by["vector"]["size"] == 20 and by["metadata"]["query"]["bool"]["filter"] == [flt]
+    plain = retrieval.plan_arms(RecallRequest(bank="b", query="deploy", limit=5), spec, text="deploy", lexical="deploy", keywords=["deploy"],
+                                vector=[0.1, 0.2], limit=5, profile=None, options=options)
+    assert [name for name, _ in plain] == ["vector", "keyword", "metadata"] and dict(plain)["vector"]["query"]["knn"]["embedding"]["filter"] == flt
+    trending = retrieval.plan_arms(RecallRequest(bank="b", limit=5, suppress_ids=frozenset({"s1"})), spec, text=None, lexical=None, keywords=[],
+                                   vector=None, limit=5, profile=None, options=options)
+    assert [name for name, _ in trending] == ["trending", "seen:trending"]
+
+    responses = [{"hits": {"hits": [{"_id": "a", "_score": 0.9, "_source": {}}]}}, {"hits": {"hits": []}},
+                 {"hits": {"hits": [{"_id": "s1", "_score": 0.95, "_source": {}}]}}, {"hits": {"hits": [{"_id": "s1", "_score": 4.0, "_source": {}}]}},
+                 {"hits": {"hits": []}}]
+    got = retrieval.parse_responses(arms, responses)
+    assert (got.hits["s1"].arms, got.hits["s1"].cosine, got.hits["s1"].bm25) == ({"vector", "keyword"}, pytest.approx(0.9), 4.0)
+    assert got.pool_size == 1  # the main vector arm's pool only

@@ -154,3 +154,71 @@ def test_recall_filter_in_current_and_history_mode():
 )
 def test_lexical_text_bounds_the_clauses(query, expected):
     assert Q.lexical_text(query) == expected
+
+
+# --- stored-field filters and temporal facets (Signet's recall surface) --------------------------------
+D1, D2 = datetime(2026, 5, 13, 6, tzinfo=timezone.utc), datetime(2026, 5, 14, 6, tzinfo=timezone.utc)
+S1, S2 = "2026-05-13T06:00:00+00:00", "2026-05-14T06:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "facets", "expected"),
+    [
+        # AutoMem: timestamp, both bounds inclusive (unchanged)
+        (D1, D2, None, {"range": {"timestamp": {"gte": S1, "lte": S2}}}),
+        (D1, None, None, {"range": {"timestamp": {"gte": S1}}}),
+        # facets: half-open windows
+        (D1, D2, ("captured",), {"range": {"timestamp": {"gte": S1, "lt": S2}}}),
+        (D1, D2, ("valid",), {"bool": {"filter": [{"exists": {"field": "t_valid"}}, {"range": {"t_valid": {"lt": S2}}}],
+                                       "must_not": [{"range": {"t_invalid": {"lte": S1}}}]}}),
+        (None, D2, ("valid",), {"bool": {"filter": [{"exists": {"field": "t_valid"}}, {"range": {"t_valid": {"lt": S2}}}]}}),
+        (D1, D2, ("session", "source", "occurred", "observed", "valid", "captured"), {"bool": {"should": [
+            {"range": {"timestamp": {"gte": S1, "lt": S2}}},
+            {"bool": {"filter": [{"exists": {"field": "t_valid"}}, {"range": {"t_valid": {"lt": S2}}}],
+                      "must_not": [{"range": {"t_invalid": {"lte": S1}}}]}},
+        ], "minimum_should_match": 1}}),
+        # facets with no stored time match nothing
+        (D1, D2, ("session", "occurred"), {"bool": {"must_not": [{"match_all": {}}]}}),
+    ],
+)
+def test_window_clause(start, end, facets, expected):
+    assert Q.window_clause(start, end, facets) == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, []),
+        ({"who": "claude-code"}, [{"term": {"who": "claude-code"}}]),
+        ({"project": "ops"}, [{"term": {"project": "ops"}}]),
+        ({"pinned": True}, [{"term": {"pinned": True}}]),
+        ({"pinned": False}, []),  # Signet: `pinned: false` does not filter
+        ({"types": ("preference", "Preference", "preference")}, [{"terms": {"type": ["preference", "Preference"]}}]),
+        ({"importance_min": 0.5}, [{"range": {"importance": {"gte": 0.5}}}]),
+        ({"importance_min": 0.0}, [{"range": {"importance": {"gte": 0.0}}}]),
+        ({"since": D1}, [{"range": {"timestamp": {"gte": S1}}}]),
+        ({"since": D1, "until": D2}, [{"range": {"timestamp": {"gte": S1, "lte": S2}}}]),
+        ({"who": "a", "pinned": True, "importance_min": 0.9}, [
+            {"term": {"who": "a"}}, {"term": {"pinned": True}}, {"range": {"importance": {"gte": 0.9}}},
+        ]),
+    ],
+)
+def test_attribute_clauses(fields, expected):
+    assert Q.attribute_clauses(Q.RecallFilter(bank="b", **fields)) == expected
+
+
+def test_filter_clauses_with_facets_and_fields():
+    f = Q.RecallFilter(bank="b", start=D1, end=D2, window_facets=("captured",), who="w", tags=("editor",))
+    assert Q.filter_clauses(f)["bool"]["filter"] == [
+        {"term": {"bank": "b"}}, {"terms": {"tag_prefixes": ["editor"]}},
+        {"range": {"timestamp": {"gte": S1, "lt": S2}}}, {"term": {"who": "w"}},
+    ]
+
+
+def test_recall_filter_carries_the_request_fields():
+    from service.recall.request import RecallRequest
+
+    req = RecallRequest(bank="b", who="w", project="p", pinned=True, types=["x"], importance_min=0.2, since=D1, until=D2, window_facets=("valid",))
+    f = Q.recall_filter(req, D2, ["MetaPattern"])
+    assert (f.who, f.project, f.pinned, f.types, f.importance_min, f.since, f.until, f.window_facets) == ("w", "p", True, ("x",), 0.2, D1, D2, ("valid",))
+    assert Q.recall_filter(RecallRequest(bank="b"), D2, []).window_facets is None

@@ -1,0 +1,192 @@
+"""Signet's recall surface (spec 004), thin: each route builds the one RecallRequest, runs
+RecallService.recall (or one search), and shapes Signet's answer.
+
+    POST /api/memory/recall         hybrid recall, session dedupe, date phrases, aggregate (partial)
+    GET  /api/memory/search         the same as a query string
+    GET  /memory/search             legacy keyword search, filters alone, or distinct=who
+    GET  /memory/similar            the memories nearest to one memory's vector
+    POST /api/hooks/compaction-complete   store the compaction summary; the session's next context epoch
+
+Banks: Signet's `scope` (an exact memory-scope string such as `world:alpha`) is the bank to read,
+as X-Bank / ?bank= are on every other route; a token scoped to banks sees only those (404 otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
+
+from scoring.components import cosine_from_lucene
+from service.api.deps import ApiAuth, BankHeader, BankQuery, SettingsDep, StoreDep, WriterDep, WriteScope
+from service.api.responses import dumps
+from service.api.signet import models as M
+from service.api.signet import queries as SQ
+from service.api.signet import shaping
+from service.api.signet.dedupe import Dedupe, agent_of
+from service.api.signet.temporal import Temporal, resolve
+from service.auth import RECALL, Principal, require_api_token
+from service.banks import BankScope, resolve_bank
+from service.date_phrases import zone
+from service.errors import BadRequest, NotFound
+from service.recall import queries as Q
+from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
+from service.schemas.memory import MemoryCreate, valid_id
+from service.stream.emit import EmitDep
+from service.timeparse import TimeWindow, utcnow
+
+router = APIRouter(dependencies=[ApiAuth], tags=["signet"])
+FORBIDDEN = {403: {"description": "The token lacks the permission this route needs"}}
+# spec 004 GET /memory/search: "default: 20 with query, 50 without".
+LEGACY_LIMITS = (20, 50)
+LEGACY_MAX = 1000
+# The compaction summary (Signet's hooks-routes: type session_summary, importance 0.8, who system).
+SUMMARY_TYPE, SUMMARY_IMPORTANCE, SUMMARY_WHO = "session_summary", 0.8, "system"
+PrincipalDep = Annotated[Principal, Depends(require_api_token)]
+
+
+def read_scope(request: Request, principal: Principal, header: str | None, query: str | None, scope: str | None = None) -> BankScope:
+    """The bank: Signet's `scope`, else X-Bank / ?bank=; both naming different banks is a 400."""
+    named = [b.strip() for b in (scope, header or query) if b and b.strip()]
+    if len(set(named)) > 1:
+        raise BadRequest(f"scope {named[0][:80]!r} and X-Bank {named[1][:80]!r} name different banks; send one")
+    return resolve_bank(principal, named[0] if named else None, request.app.state.settings.default_bank, RECALL)
+
+
+def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, query: str, limit: int, filters: dict[str, Any],
+            time_options: dict | None, session_key: str | None, agent_id: str | None, include_recalled: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    state = request.app.state
+    settings = state.settings
+    now = utcnow()
+    query = M.checked(query, "query", M.MAX_QUERY_CHARS) or ""
+    if not query:
+        raise BadRequest("query is required")
+    session_key = M.checked(session_key, "sessionKey", M.SESSION_KEY_CHARS)
+    agent_id = M.checked(agent_id, "agentId", M.NAME_CHARS)
+    try:
+        temporal = resolve(query, time_options, now, zone(settings.recall_date_timezone))
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    dedupe = Dedupe.begin(state.ledger, bank, session_key, agent_id, include_recalled, now)
+    req = M.recall_request(settings, bank=bank, query=(temporal.content_query if temporal else query) or None, limit=limit,
+                           values=filters, suppress_ids=dedupe.suppress_ids, **_window(temporal))
+    body = state.recall.recall(req, now, defer=background.add_task)
+    rows = [shaping.row(r, temporal=temporal) for r in body["results"]]
+    rows = dedupe.finish(rows, body.get("suppressed", 0), now)
+    emit.recalled(req, body)
+    stages = shaping.stage_timings(body.get("timings", {}), dedupe.timings)
+    vector = body.get("vector_search") or {}
+    out: dict[str, Any] = {
+        "results": rows, "query": query, "method": "hybrid" if vector.get("enabled") else "keyword",
+        "meta": shaping.meta(rows, total_ms=(time.perf_counter() - started) * 1000, stages=stages,
+                             dedupe=shaping.dedupe_meta(dedupe.epoch, dedupe.suppressed, dedupe.repeated), temporal=temporal),
+    }
+    return out
+
+
+def _window(t: Temporal | None) -> dict[str, Any]:
+    if t is None:
+        return {}
+    sort = {"sort": "time_asc", "sort_given": True} if t.mode == "timeline" else {}
+    return {"window": TimeWindow(t.start, t.end, t.phrase), "window_facets": t.facets, **sort}
+
+
+def _json(body: dict[str, Any], background: BackgroundTasks | None = None) -> Response:
+    return Response(dumps(body), media_type="application/json", background=background)
+
+
+@router.post("/api/memory/recall", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+def recall(body: M.RecallBody, request: Request, principal: PrincipalDep, background: BackgroundTasks, emit: EmitDep,
+           header: BankHeader = None, bank_query: BankQuery = None) -> Response:
+    """Hybrid recall (vector, BM25 and metadata arms, re-ranked) with Signet's filters, session dedupe
+    (`sessionKey`, `includeRecalled`), date phrases in the query or a `time` window, and aggregate mode
+    (answered with aggregate.partial: no language model here)."""
+    bank = read_scope(request, principal, header, bank_query, M.checked(body.scope, "scope", 200)).bank
+    values = M.filters(request.app.state.settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
+                       pinned=body.pinned, importance_min=body.importance_min, since=body.since, until=body.until)
+    out = _recall(request, background, emit, bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+                  filters=values, time_options=body.time.model_dump() if body.time else None, session_key=body.sessionKey,
+                  agent_id=body.agentId, include_recalled=body.includeRecalled)
+    if body.aggregate:
+        out["aggregate"] = shaping.aggregate(out["query"], body.aggregateBudget, out["results"])
+    return _json(out, background)
+
+
+@router.get("/api/memory/search", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+def search(params: Annotated[M.SearchQuery, Query()], request: Request, principal: PrincipalDep, background: BackgroundTasks, emit: EmitDep,
+           header: BankHeader = None, bank_query: BankQuery = None) -> Response:
+    """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias")."""
+    bank = read_scope(request, principal, header, bank_query).bank
+    values = M.filters(request.app.state.settings, type_=params.type, tags=params.tags, who=params.who, project=params.project,
+                       pinned=params.pinned, importance_min=params.importance_min, since=params.since, until=params.until)
+    out = _recall(request, background, emit, bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+                  filters=values, time_options=None, session_key=params.sessionKey, agent_id=params.agentId,
+                  include_recalled=params.includeRecalled)
+    return _json(out, background)
+
+
+@router.get("/memory/search", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], store: StoreDep, settings: SettingsDep) -> Response:
+    """Keyword search (BM25) inside Signet's filters; filters alone list memories pinned first, then by
+    importance decayed by age; `distinct=who` gives the bank's authors."""
+    bank = store.bank
+    if (params.distinct or "").strip().lower() == "who":
+        aggs = store.search(SQ.distinct_who(bank)).get("aggregations", {})
+        return _json({"values": [b["key"] for b in aggs.get("who", {}).get("buckets", [])]})
+    now = utcnow()
+    q = M.checked(params.q, "q", M.MAX_QUERY_CHARS)
+    values = M.filters(settings, type_=params.type, tags=params.tags, who=params.who, project=None, pinned=params.pinned,
+                       importance_min=params.importance_min, since=params.since, until=None)
+    given = any(v is not None and v != [] for k, v in values.items() if k != "tag_mode")
+    if not q and not given:
+        return _json({"results": []})
+    req = M.recall_request(settings, bank=bank, query=q, limit=1, values=values)
+    flt = Q.strictly_current(Q.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
+    limit = M.bounded_limit(params.limit, LEGACY_LIMITS[0] if q else LEGACY_LIMITS[1], LEGACY_MAX)
+    body = SQ.keyword_search(flt, q, limit) if q else SQ.filter_listing(flt, limit, now)
+    hits = store.search(body)["hits"]["hits"]
+    return _json({"results": [shaping.legacy_row(h["_id"], h["_source"], h.get("_score")) for h in hits]})
+
+
+@router.get("/memory/similar", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+def similar(params: Annotated[M.SimilarQuery, Query()], store: StoreDep, settings: SettingsDep) -> Response:
+    """The `k` memories nearest to memory `id`'s stored vector: one kNN query (404 when it has none)."""
+    anchor = M.checked(params.id, "id", 200)
+    if not anchor:
+        raise BadRequest("id is required")
+    found = store.vectors([anchor]) if valid_id(anchor) else {}
+    if anchor not in found:
+        raise NotFound(f"Memory {anchor} not found")
+    vector = found[anchor][0]
+    if vector is None:
+        raise NotFound(f"Memory {anchor} has no stored embedding")
+    now = utcnow()
+    req = M.recall_request(settings, bank=store.bank, query=None, limit=1, values={"types": M.type_filter(M.checked(params.type, "type", M.NAME_CHARS))})
+    flt = Q.strictly_current(Q.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
+    hits = store.search(SQ.similar(flt, vector, anchor, M.bounded_limit(params.k, 10, M.MAX_LIMIT)))["hits"]["hits"]
+    return _json({"results": [shaping.similar_row(h["_id"], h["_source"], cosine_from_lucene(h["_score"])) for h in hits]})
+
+
+@router.post("/api/hooks/compaction-complete", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+def compaction_complete(body: M.CompactionComplete, request: Request, scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
+    """The harness compacted its context: the summary is stored (a session_summary memory) and the
+    session's next context epoch starts, so what it was shown before can be recalled again (Signet's
+    own way to start an epoch)."""
+    harness = M.checked(body.harness, "harness", M.NAME_CHARS)
+    if not harness or not body.summary.strip():
+        raise BadRequest("harness and summary are required")
+    session_key = M.checked(body.sessionKey, "sessionKey", M.SESSION_KEY_CHARS)
+    create = MemoryCreate(content=body.summary, type=SUMMARY_TYPE, importance=SUMMARY_IMPORTANCE, who=SUMMARY_WHO,
+                          project=M.checked(body.project, "project", M.NAME_CHARS), tags=["session", "summary", harness],
+                          metadata={"source": "compaction-complete", "harness": harness, **({"session_key": session_key} if session_key else {})})
+    prepared = writer.create(create)
+    emit.stored(prepared, create)
+    out: dict[str, Any] = {"success": True, "memoryId": prepared.memory_id}
+    if session_key:
+        agent = agent_of(M.checked(body.agentId, "agentId", M.NAME_CHARS), session_key)
+        out["contextEpoch"] = request.app.state.ledger.advance(
+            scope.bank, session_key, agent, reason="compaction-complete", source_ref=prepared.memory_id, now=utcnow(),
+        )
+    return out
