@@ -8,6 +8,7 @@ import sys
 
 import uvicorn
 
+from service.api.http_protocol import SERVER_OPTIONS
 from service.config import get_settings
 from service.main import ConfigurationError, check_settings, create_app
 
@@ -31,8 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # access_log=False: uvicorn's access line carries the query string (tokens, query text);
-    # service.api.middleware logs method, path, status and duration instead.
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    # service.api.middleware logs method, path, status and duration instead. SERVER_OPTIONS: the
+    # HTTP parser's own 400s get the error shape too.
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False, **SERVER_OPTIONS)
     return 0
 
 
