@@ -10,6 +10,11 @@ import pytest
 from service.api.http_protocol import SERVER_OPTIONS
 from tests.conftest import ADMIN, TOKEN
 from tests.integration.live_server import serve
+from tests.integration.support import assert_error, by_id, ids, mem, recall
+
+
+def raw(api, method: str, path: str, body: str):
+    return api.request(method, path, content=body.encode(), headers={"content-type": "application/json"})
 
 
 def raw_request(base: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -72,3 +77,41 @@ def test_enrichment_routes_document_their_error_statuses(api):
     no_admin = api.post("/enrichment/reprocess", json={"ids": ["a"]})
     assert no_admin.status_code == 403 and no_admin.json()["code"] == 403
     assert api.get("/enrichment/status", headers={"Authorization": "Bearer wrong"}).json()["code"] == 401
+
+
+# --- integers beyond 64 bits: accepted, stored, then every read that returned them answered 500 --------
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 10**400])
+def test_metadata_integers_beyond_64_bits_are_refused(api, value):
+    mid = mem(api, "a memory to update")
+    body = f'{{"content": "x", "metadata": {{"n": [1, {value}]}}}}'
+    for resp in (raw(api, "POST", "/memory", body), raw(api, "PATCH", f"/memory/{mid}", body),
+                 raw(api, "POST", "/memory/batch", f'{{"memories": [{body}]}}')):
+        assert_error(resp, 400, "metadata.n[1]", "64 bits")
+    assert api.get(f"/memory/{mid}").json()["memory"]["content"] == "a memory to update"
+
+
+def test_metadata_integers_at_the_64_bit_bounds_round_trip(api):
+    mid = mem(api, "bounds", metadata={"max": 2**64 - 1, "min": -(2**63)})
+    assert api.get(f"/memory/{mid}").json()["memory"]["metadata"] == {"max": 2**64 - 1, "min": -(2**63)}
+
+
+def test_a_stored_huge_integer_never_fails_a_read(api, os_client):
+    """Written straight into the engine (bypassing validation): recall, GET, by-tag and PATCH still answer 200.
+    (orjson reads 10**30 back as a float; 10**400 only the standard json module reads, as an int.)"""
+    good = mem(api, "healthy memory about the deploy pipeline", tags=["ops"])
+    alias = api.app.state.settings.memories_alias
+    vector = api.app.state.embedder.embed_documents(["huge memory about the deploy pipeline"])[0]
+    doc = {
+        "id": "huge-1", "bank": "default", "content": "huge memory about the deploy pipeline", "tags": ["ops"],
+        "tags_norm": ["ops"], "tag_prefixes": ["ops"], "type": "Context", "importance": 0.9, "confidence": 0.5,
+        "timestamp": "2026-01-01T00:00:00+00:00", "metadata": {"n": 10**400}, "embedding": vector,
+    }
+    os_client.index(index=alias, id="huge-1", body=json.dumps(doc), refresh=True)
+
+    body = recall(api, query="deploy pipeline", limit=5)
+    assert set(ids(body)) == {good, "huge-1"}
+    assert by_id(body)["huge-1"]["memory"]["metadata"] == {"n": str(10**400)}
+    assert api.get("/memory/huge-1").json()["memory"]["metadata"] == {"n": str(10**400)}
+    assert api.get("/memory/by-tag", params={"tags": "ops"}).json()["count"] == 2
+    patched = api.patch("/memory/huge-1", json={"importance": 0.4})
+    assert patched.status_code == 200, patched.text
