@@ -138,7 +138,8 @@ HOSTILE_NUMBERS = [0, -0.0, 1, -1, 1e308, -1e308, 5e-324, 2**31, 2**53 + 1, 2**6
 HOSTILE_SHARE = 0.1
 VALID_TYPES = ["Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context", "decision", "RELATES_TO", "PREFERS_OVER",
                "EVOLVED_INTO", "INVALIDATED_BY", "REINFORCES", "DERIVED_FROM"]
-VALID_TIMES = ["2024-01-01T00:00:00Z", "2025-06-30T12:34:56.789+02:00", "2020-02-29", "2031-01-01T00:00:00Z", "1970-01-01T00:00:00Z"]
+VALID_TIMES = ["2024-01-01T00:00:00Z", "2025-06-30T12:34:56.789+02:00", "2020-02-29", "2031-01-01T00:00:00Z", "1970-01-01T00:00:00Z",
+               "0999-05-05T00:00:00Z", "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"]
 STATEFUL_STEPS = 10
 # Header parameters get the hostile strings an HTTP client sends as they are (printable latin-1, no
 # leading or trailing whitespace); control characters in headers are a regression test of their own.

@@ -115,3 +115,32 @@ def test_a_stored_huge_integer_never_fails_a_read(api, os_client):
     assert api.get("/memory/by-tag", params={"tags": "ops"}).json()["count"] == 2
     patched = api.patch("/memory/huge-1", json={"importance": 0.4})
     assert patched.status_code == 200, patched.text
+
+
+# --- associations ---------------------------------------------------------------------------------
+def test_a_lone_surrogate_in_an_edge_property_is_a_400_not_a_500(api):
+    a, b = mem(api, "first"), mem(api, "second")
+    body = f'{{"memory1_id": "{a}", "memory2_id": "{b}", "type": "EVOLVED_INTO", "reason": "bad \\ud800"}}'
+    assert_error(raw(api, "POST", "/associate", body), 400, "reason", "Unicode")
+    batch = raw(api, "POST", "/associate", f'{{"associations": [{body}]}}')
+    assert batch.status_code == 207 and "reason" in batch.json()["failed"][0]["reason"], batch.text
+    assert api.get(f"/memories/{a}/related").json()["count"] == 0
+
+
+def test_observations_beyond_64_bits_are_refused(api):
+    a, b = mem(api, "first"), mem(api, "second")
+    resp = api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "REINFORCES", "observations": 2**64})
+    assert_error(resp, 400, "observations")
+    ok = api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "REINFORCES", "observations": 2**63 - 1})
+    assert ok.status_code == 201, ok.text
+
+
+def test_an_invalidation_dated_before_the_year_1000_is_stored_whole(api):
+    # The supersession time was written as "999-05-05T...": the engine refused it after the edge was
+    # stored (503 "edge stored but the supersession state was not").
+    old, new = mem(api, "the old plan"), mem(api, "the new plan")
+    resp = api.post("/associate", json={"memory1_id": old, "memory2_id": new, "type": "INVALIDATED_BY", "timestamp": "0999-05-05T00:00:00Z"})
+    assert resp.status_code == 201, resp.text
+    memory = api.get(f"/memory/{old}").json()["memory"]
+    assert memory["superseded_at"].startswith("0999-05-05T00:00:00"), memory
+    assert memory["superseded_by"] == new
