@@ -24,7 +24,7 @@ from service.api.http_protocol import SERVER_OPTIONS
 from tests.conftest import ADMIN, TOKEN
 from tests.integration.live_server import serve
 
-MAX_EXAMPLES = 10  # generated cases per operation in the fuzzing phase (coverage adds ~1,400 fixed ones)
+MAX_EXAMPLES = 25  # generated cases per operation in the fuzzing phase (coverage adds ~1,400 fixed ones)
 SEED = 20240601
 
 
