@@ -144,3 +144,14 @@ def test_an_invalidation_dated_before_the_year_1000_is_stored_whole(api):
     memory = api.get(f"/memory/{old}").json()["memory"]
     assert memory["superseded_at"].startswith("0999-05-05T00:00:00"), memory
     assert memory["superseded_by"] == new
+
+
+def test_a_batch_item_echoing_a_lone_surrogate_id_is_reported_not_a_500(api):
+    # The failed item echoes the ids it was given; the 207 body was rendered with the standard json
+    # module, which cannot encode a lone surrogate as UTF-8.
+    a = mem(api, "first")
+    body = f'{{"associations": [{{"memory1_id": "{a}", "memory2_id": "\\ud800"}}, {{"memory1_id": "", "memory2_id": "x"}}]}}'
+    resp = raw(api, "POST", "/associate", body)
+    assert resp.status_code == 207, resp.text
+    failed = resp.json()["failed"]
+    assert [f["index"] for f in failed] == [0, 1] and failed[0]["memory2_id"] == "\ufffd"

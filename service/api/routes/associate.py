@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Request
-from fastapi.responses import JSONResponse
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service.api.deps import ApiAuth
 from service.associations import success

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
-from fastapi.responses import JSONResponse
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from pydantic import BaseModel, Field
 
 from service.api.deps import AdminAuth, ApiAuth

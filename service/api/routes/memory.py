@@ -7,9 +7,9 @@ from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Header, Request
-from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from service.api.responses import sanitize
 from service.api.routes.enrichment import ENRICHED_INPUTS, enqueue_written
 from service.errors import NotFound
