@@ -21,7 +21,7 @@ DEV_STAMP := $(VENV)/.engram-dev-installed
 BENCH_STAMP := $(VENV)/.engram-bench-installed
 RUN_STAMPS := $(STAMP) $(if $(filter 1,$(MODELS)),$(MODELS_STAMP))
 
-.PHONY: help install run test test-unit engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder clean
+.PHONY: help install run test test-unit engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -86,6 +86,11 @@ bench-ingest: $(BENCH_STAMP) ## memories/s through POST /memory/batch and the bu
 
 bench-embedder: $(BENCH_STAMP) ## embedding backends: memories/s, query latency, memory, agreement
 	$(PY) -m bench.embedder
+
+CASES ?= 5000
+SEED ?= 1
+fuzz: $(STAMP) ## schema fuzzing of every operation, >= 5,000 cases (bench/out/fuzz.json); CASES=N SEED=N
+	$(PY) -m bench.fuzz --cases $(CASES) --seed $(SEED)
 
 clean: ## remove the virtual environment and caches (not the engine's data)
 	rm -rf $(VENV) .pytest_cache

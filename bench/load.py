@@ -8,6 +8,9 @@ Seeds SEED_MEMORIES memories (texts from bench.corpus) into a fresh INDEX_PREFIX
 asyncio tasks of one process (httpx, keep-alive; one connection per client) for the given time.
 Prints throughput, p50/p95/p99 per operation and the answers by status; writes bench/out/load.json.
 Other processes on the machine skew the figures: the load average is recorded before and after.
+The clients share the machine with the service (one process, asyncio). The enrichment worker is off
+unless --enrichment (it would spend the run enriching the seeded corpus); the seeded indices are
+dropped afterwards unless --keep.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -84,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--store-share", type=float, default=0.2, help="share of requests that store (default 0.2)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--url", default=None, help="OpenSearch URL (default: OPENSEARCH_URL or the local node `bench`)")
+    parser.add_argument("--url", default=os.environ.get("OPENSEARCH_URL"), help="OpenSearch URL (default: OPENSEARCH_URL or the local node `bench`)")
+    parser.add_argument("--enrichment", action="store_true",
+                        help="run the enrichment worker too (off by default: it would spend the run enriching the seeded corpus)")
+    parser.add_argument("--keep", action="store_true", help="keep the seeded indices (INDEX_PREFIX bench-load) afterwards")
     args = parser.parse_args(argv)
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -97,9 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     C.load(SEED_MEMORIES, prefix=prefix, url=url, vectors="model", seed=args.seed, embedder=embedder)
     texts = [record["content"] for record, _ in C.CorpusGenerator(500, seed=args.seed + 1).records()]
     before = load_avg()
-    with ServiceProcess(url, prefix) as base:
-        samples, statuses, wall = asyncio.run(run(base, args.clients, args.seconds, args.store_share, texts, args.seed))
+    try:
+        with ServiceProcess(url, prefix, env={"ENRICHMENT_ENABLED": "true" if args.enrichment else "false"}) as base:
+            samples, statuses, wall = asyncio.run(run(base, args.clients, args.seconds, args.store_share, texts, args.seed))
+    finally:
+        if not args.keep:
+            from opensearchpy import OpenSearch
+
+            engine = OpenSearch([url], timeout=60)
+            C.drop_prefix(engine, prefix)
+            engine.close()
     result = report(samples, statuses, wall, args)
+    result["enrichment"] = args.enrichment
     result["load_average"] = {"before": before, "after": load_avg()}
     (OUT / "load.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

@@ -22,6 +22,7 @@ from service.config import Settings, SettingsError, get_settings
 from service.embedding import EmbeddingError, check_model
 from service.errors import EngramError
 from service.localnode import EngineError
+from service.api.http_protocol import SERVER_OPTIONS
 from service.main import ConfigurationError, check_settings, create_app
 from service.oplog import configure_logging
 from service.startup import StartupError
@@ -117,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(settings)
     # access_log=False: uvicorn's access line carries the query string (tokens, query text);
     # service.api.middleware logs method, path, status and duration instead. log_config=None: uvicorn's
-    # own lines go through our handler (and its LOG_FORMAT).
+    # own lines go through our handler (and its LOG_FORMAT). SERVER_OPTIONS: the HTTP parser's own
+    # 400s get the error shape too.
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                            lifespan="off", log_config=None)
+                            lifespan="off", log_config=None, **SERVER_OPTIONS)
     try:
         with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
             return runner.run(serve(app, config, args.log_format == "json"))

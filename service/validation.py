@@ -3,8 +3,9 @@
 One stored memory must never break a later read for anyone: text must be valid Unicode (a lone
 surrogate such as "\\ud800" cannot be encoded as UTF-8, so every response that would carry it
 fails), metadata must be shallow and small enough to serialise (orjson refuses more than 254
-levels), numbers must be finite, vectors must have a direction (cosine of a zero vector is
-undefined: the engine refuses the query), and keyword values must fit Lucene's term limit.
+levels; integers beyond 64 bits likewise), numbers must be finite, vectors must have a direction
+(cosine of a zero vector is undefined: the engine refuses the query), and keyword values must fit
+Lucene's term limit.
 
 Pure functions: they raise `InvalidInput` (a `BadRequest`, so a 400 with the error shape) naming
 the field; the caller prefixes batch items with `memories[i].`.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from service.api.responses import INT_MAX, INT_MIN  # a larger integer would be stored, then fail every read
 from service.errors import BadRequest
 
 
@@ -96,6 +98,8 @@ def check_metadata(metadata: Any, limits: Limits, field: str = "metadata") -> No
             if not math.isfinite(value):
                 raise InvalidInput(f"{where} must be a finite number (NaN and Infinity cannot be stored)")
             size += 24
+        elif isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+            raise InvalidInput(f"{where} is an integer beyond 64 bits; send it as a string")
         else:
             size += 8  # int, bool, None
         if size > limits.metadata_bytes:

@@ -1,10 +1,10 @@
 """JSON responses that cannot fail: one odd stored value must never turn a whole read into a 500.
 
-orjson (fast, used for every body) refuses strings with lone surrogates and nesting deeper than
-254 levels. Writes refuse both (service/validation.py), but documents written before those checks,
-restored from elsewhere or changed directly in the engine still can hold them. The fast path
-serialises as is; only when that fails is the body sanitised (lone surrogates become U+FFFD, levels
-past MAX_DEPTH become a placeholder string) and a warning logged.
+orjson (fast, used for every body) refuses strings with lone surrogates, integers beyond 64 bits and
+nesting deeper than 254 levels. Writes refuse all three (service/validation.py), but documents
+written before those checks, restored from elsewhere or changed directly in the engine still can hold them. The fast path
+serialises as is; only when that fails is the body sanitised (lone surrogates become U+FFFD, huge
+integers their decimal string, levels past MAX_DEPTH a placeholder string) and a warning logged.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from starlette.responses import JSONResponse
 
 log = logging.getLogger("engram.responses")
 
+# The integers orjson serialises (JSON's are unbounded).
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 # Below orjson's 254-level limit, with room for the envelope around a memory.
 MAX_DEPTH = 200
 TOO_DEEP = "[nested too deeply to serialise]"
@@ -40,6 +42,8 @@ def sanitize(value: Any, depth: int = 0) -> Any:
         return {_clean_text(str(k)): sanitize(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [sanitize(v, depth + 1) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        return str(value)  # beyond orjson's 64 bits
     if isinstance(value, (int, float, bool)) or value is None:
         return value
     return _clean_text(str(value))
@@ -49,7 +53,7 @@ def dumps(content: Any) -> bytes:
     try:
         return orjson.dumps(content)
     except (orjson.JSONEncodeError, TypeError):
-        log.warning("a response held a value that cannot be serialised as is (lone surrogate, deep nesting or a foreign type); sent it sanitised")
+        log.warning("a response held a value that cannot be serialised as is (lone surrogate, huge integer, deep nesting or a foreign type); sent it sanitised")
         return orjson.dumps(sanitize(content))
 
 

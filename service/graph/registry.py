@@ -38,6 +38,7 @@ DEFAULT_TYPE = "RELATES_TO"
 DEFAULT_STRENGTH = 0.5
 # Free-text property values are bounded like every other input (STYLE.md practice 2).
 MAX_PROPERTY_TEXT = 2000
+MAX_OBSERVATIONS = 2**63 - 1  # a long, as every JSON reader of ours serialises it
 # spec 003: "Batch body: {associations: [...]} (max 500)".
 MAX_BATCH = 500
 
@@ -68,6 +69,11 @@ def _text(name: str, value: Any) -> str:
         raise AssociationError(f"{name} must be a string")
     if len(value) > MAX_PROPERTY_TEXT:
         raise AssociationError(f"{name} is longer than {MAX_PROPERTY_TEXT} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: the bulk request could not even be encoded
+            raise AssociationError(f"{name} is not valid Unicode (a lone surrogate at position {exc.start})") from None
     return value
 
 
@@ -83,8 +89,8 @@ def _property(name: str, value: Any) -> Any:
     if name == "confidence":
         return _unit(name, value)
     if name == "observations":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise AssociationError("observations must be a non-negative integer")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OBSERVATIONS:
+            raise AssociationError(f"observations must be an integer from 0 to {MAX_OBSERVATIONS}")
         return value
     if name == "timestamp":
         # INVALIDATED_BY's timestamp is when the invalidation takes effect; recall's as_of reads it.

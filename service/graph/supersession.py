@@ -14,7 +14,9 @@ from service.timeparse import parse_iso_datetime
 def state_time(moment: datetime) -> str:
     """A fixed-width UTC ISO time (always microseconds, always +00:00): supersession times are compared
     as strings by the painless script that maintains them, which is only right with one width."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    utc = moment.astimezone(timezone.utc)
+    # strftime's %Y does not pad years before 1000 ("999-..."), which the engine's date field refuses.
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%f+00:00")
 
 
 def supersession_entry(assoc: Association, now: datetime) -> tuple[dict[str, Any], bool]:

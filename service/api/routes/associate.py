@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body
-from fastapi.responses import JSONResponse
+
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service.api.deps import ApiAuth, AssociationsDep
 from service.graph.links import success

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
-from fastapi.responses import JSONResponse
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from pydantic import BaseModel, Field
 
 from service.api.deps import AdminAuth, ApiAuth
 from service.errors import BadRequest, EngineUnavailable
+from service.schemas.errors import ADMIN_RESPONSES, ERROR_RESPONSES
 from service.tags import split_list_param
 from service.schemas.memory import valid_id
 
@@ -24,7 +25,7 @@ class ReprocessResponse(BaseModel):
     missing: list[str] = Field(default_factory=list, description="well-formed ids of no stored memory: not queued")
 
 
-@router.get("/enrichment/status", dependencies=[ApiAuth])
+@router.get("/enrichment/status", dependencies=[ApiAuth], responses=ERROR_RESPONSES)
 def enrichment_status(request: Request) -> dict[str, Any]:
     """Queue size, pending and inflight memories, counters, and stored enrichment states."""
     return request.app.state.enrichment.status()
@@ -46,7 +47,7 @@ def _ids(raw: Any, where: str) -> list[str]:
 
 
 @router.post("/enrichment/reprocess", status_code=202, response_model=ReprocessResponse, dependencies=[AdminAuth],
-             responses={202: {"description": "Queued (forced: enriched again even when up to date)"}})
+             responses={202: {"description": "Queued (forced: enriched again even when up to date)"}, **ERROR_RESPONSES, **ADMIN_RESPONSES})
 def enrichment_reprocess(request: Request, ids: str | None = Query(None, description="comma-separated memory ids"),
                          body: Any = Body(None, examples=[{"ids": ["m-1", "m-2"]}])):
     """Enrich memories again (AutoMem: admin token). Unknown ids are reported in `missing`."""

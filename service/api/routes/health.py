@@ -11,7 +11,7 @@ import logging
 
 import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service import __version__
 from service.errors import error_body

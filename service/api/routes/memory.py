@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header
-from fastapi.responses import JSONResponse
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from service.api.responses import public_memory
 from service.errors import NotFound
 from service.schemas.errors import CONFLICT, ERROR_RESPONSES, NOT_FOUND
