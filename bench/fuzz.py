@@ -95,6 +95,7 @@ class FuzzReport:
     seconds: float = 0.0
     cases: Counter = field(default_factory=Counter)  # operation -> requests sent
     phases: Counter = field(default_factory=Counter)  # phase -> requests sent
+    elapsed: Counter = field(default_factory=Counter)  # operation -> seconds spent in its responses
     statuses: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # operation -> status -> n
     # operation -> the start of each 400 message -> n: shows which validation stops generated data
     rejections: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
@@ -111,7 +112,7 @@ class FuzzReport:
         width = max((len(op) for op in self.cases), default=10)
         for op in sorted(self.cases):
             codes = " ".join(f"{code}x{n}" for code, n in sorted(self.statuses[op].items(), key=lambda kv: str(kv[0])))
-            lines.append(f"  {op:<{width}}  {self.cases[op]:>6}  {codes}")
+            lines.append(f"  {op:<{width}}  {self.cases[op]:>6} {self.elapsed[op]:>7.1f} s  {codes}")
         seen = Counter()
         for counter in self.statuses.values():
             seen.update(counter)
@@ -124,6 +125,7 @@ class FuzzReport:
     def as_dict(self) -> dict:
         return {
             "seconds": round(self.seconds, 1), "total": self.total, "cases": dict(self.cases), "phases": dict(self.phases),
+            "elapsed": {op: round(v, 2) for op, v in self.elapsed.items()},
             "statuses": {op: {str(k): v for k, v in c.items()} for op, c in self.statuses.items()},
             "rejections": {op: dict(c.most_common(40)) for op, c in self.rejections.items()},
             "failures": [asdict(f) for f in self.failures], "errors": self.errors,
@@ -206,6 +208,8 @@ def _record(report: FuzzReport, event: events.ScenarioFinished, seen: set[tuple]
         report.phases[event.phase.value] += 1
         status = interaction.response.status_code if interaction.response is not None else "no response"
         report.statuses[operation][status] += 1
+        if interaction.response is not None:
+            report.elapsed[operation] += interaction.response.elapsed
         if status == 400:
             report.rejections[operation][_message_kind(interaction.response.content)] += 1
     for case_id, checks in recorder.checks.items():

@@ -27,6 +27,7 @@ from service.observability.metrics import Metrics
 from service.observability.recall_log import RecallLog
 from service.observability.request_id import current_request_id, install_request_ids
 from service.startup import StartupError
+from service.schemas.errors import ERROR_RESPONSES
 
 log = logging.getLogger("engram.observability")
 
@@ -57,7 +58,8 @@ def _metrics_token(
 router = APIRouter(tags=["health"])
 
 
-@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+                                                               401: ERROR_RESPONSES[401]})
 def metrics(request: Request, _: Annotated[None, Depends(_metrics_token)]) -> Response:
     """Prometheus metrics: requests and latency per route template and status, recall stage timings,
     engine errors, enrichment / stream / recall-log queues. Needs METRICS_TOKEN or the API token;

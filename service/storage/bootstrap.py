@@ -101,8 +101,9 @@ def ensure_index(
     log.warning("%s: %s; migrating (the memories are %s)", alias, step.reason, "re-embedded" if step.reembed else "copied with their vectors")
     return migrations.migrate(
         client, alias, current, vectors=vectors,
-        # A total order to page the copy by: edges have no id field; every other index keeps an `id` keyword.
-        sort=transfer.EDGE_ORDER if name == "edges" else transfer.MEMORY_ORDER,
+        # A total order to page the copy by: memories by their `id` keyword, edges by their key,
+        # the other indices (no unique field of their own) by the document id.
+        sort={"memories": transfer.MEMORY_ORDER, "edges": transfer.EDGE_ORDER}.get(name, transfer.DOC_ORDER),
         transform=reembedding(embedder) if step.reembed else None,
         refresh_interval=body["settings"]["index"].get("refresh_interval", "1s"),
     )

@@ -29,6 +29,8 @@ KEEP_ALIVE = "5m"
 # Stable orders: the sort ends on a unique key so search_after never skips or repeats a document.
 MEMORY_ORDER: list[dict] = [{"id": "asc"}]
 EDGE_ORDER: list[dict] = [{"source_id": "asc"}, {"type": "asc"}, {"target_id": "asc"}]
+# Any other index (the consolidation history, the recall log, the session ledger): the document id.
+DOC_ORDER: list[dict] = [{"_id": "asc"}]
 
 
 @dataclass(frozen=True)

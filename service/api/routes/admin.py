@@ -25,8 +25,9 @@ from service.api.deps import AdminAuth, EmbedderDep, SettingsDep
 from service.auth import ADMIN
 from service.banks import resolve_bank
 from service.errors import BadRequest
+from service.schemas.errors import ERROR_RESPONSES, ADMIN_RESPONSES
 
-router = APIRouter(dependencies=[AdminAuth], tags=["admin"])
+router = APIRouter(dependencies=[AdminAuth], responses={**ERROR_RESPONSES, **ADMIN_RESPONSES}, tags=["admin"])
 
 # Uploads are written to disk as they arrive; this bounds the disk a single restore may take.
 MAX_UPLOAD_BYTES = 16 * 1024**3

@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.api.deps import ApiAuth
 from service.errors import EngineUnavailable
+from service.schemas.errors import ERROR_RESPONSES
 
-router = APIRouter(dependencies=[ApiAuth], tags=["consolidation"])
+router = APIRouter(dependencies=[ApiAuth], responses=ERROR_RESPONSES, tags=["consolidation"])
 
 
 class ConsolidateRequest(BaseModel):

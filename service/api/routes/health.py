@@ -11,6 +11,7 @@ import logging
 
 import anyio
 from fastapi import APIRouter, Request
+from opensearchpy.exceptions import ConnectionTimeout
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service import __version__
@@ -44,6 +45,9 @@ async def _check(state) -> tuple[dict | None, str | None]:
     except TimeoutError:
         return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
     except Exception as exc:  # noqa: BLE001 - health answers whatever the engine does
+        # The client's own request timeout (the same length) can fire first: the same cause.
+        if isinstance(exc, ConnectionTimeout) or isinstance(exc.__cause__, ConnectionTimeout):
+            return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
         log.warning("health check: engine unreachable (%s)", type(exc).__name__)
         return None, "OpenSearch is unreachable"
 

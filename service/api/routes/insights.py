@@ -10,8 +10,9 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request
 from service import insights
 from service.api.deps import ApiAuth, StoreDep
 from service.timeparse import iso, utcnow
+from service.schemas.errors import ERROR_RESPONSES
 
-router = APIRouter(dependencies=[ApiAuth], tags=["insights"])
+router = APIRouter(dependencies=[ApiAuth], responses=ERROR_RESPONSES, tags=["insights"])
 log = logging.getLogger("engram.api")
 
 

@@ -6,8 +6,9 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from service.api.deps import ApiAuth
+from service.schemas.errors import ERROR_RESPONSES
 
-router = APIRouter(dependencies=[ApiAuth], tags=["stream"])
+router = APIRouter(dependencies=[ApiAuth], responses=ERROR_RESPONSES, tags=["stream"])
 
 # AutoMem's SSE framing: "data: {json}\n\n", keepalive comments ": keepalive\n\n".
 SEP = "\n"
