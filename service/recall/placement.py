@@ -7,7 +7,7 @@ when no result matches the context profile; priority ids go first; then the scor
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from scoring.context import ContextProfile, matches_profile
@@ -81,3 +81,27 @@ def sort_by_time(items: Sequence[ScoredCandidate], sort: str) -> list[ScoredCand
     dated = [s for s in items if moment(s)]
     undated = [s for s in items if not moment(s)]
     return sorted(dated, key=lambda s: moment(s).timestamp(), reverse=sort.endswith("_desc")) + undated
+
+
+def final_floor(items: Sequence[ScoredCandidate], floor: float | None) -> list[ScoredCandidate]:
+    """Hindsight's min_scores.final: a post-filter on every returned result (inclusive)."""
+    return list(items) if floor is None else [s for s in items if s.final_score >= floor]
+
+
+# prefer_observations rounds: each round can only remove memories, so this bounds a pathological chain.
+MAX_PREFER_ROUNDS = 10
+
+
+def prefer_observations(items: Sequence[ScoredCandidate], members: Mapping[str, Collection[str]], limit: int) -> list[ScoredCandidate]:
+    """Drop every raw memory that an observation on the page (the first `limit`) was consolidated
+    from, so the next results move up; `members` maps observation ids to their source memory ids.
+    Repeated until the page is stable (a moved-up observation can drop more)."""
+    kept = list(items)
+    for _ in range(MAX_PREFER_ROUNDS):
+        covered = {m for s in kept[:limit] for m in members.get(s.candidate.id, ())}
+        dropped = [s for s in kept if s.candidate.id in covered and s.candidate.id not in members]
+        if not dropped:
+            break
+        gone = {s.candidate.id for s in dropped}
+        kept = [s for s in kept if s.candidate.id not in gone]
+    return kept

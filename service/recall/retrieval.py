@@ -28,7 +28,7 @@ TAG_SCOPE_WIDEN = 2
 COUNT_ARM = "count"
 DF_PREFIX = "df:"
 # Arms that only contribute when nothing else does (ordering of match types, first wins).
-MATCH_ORDER = ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback")
+MATCH_ORDER = ("vector", "keyword", "metadata", "temporal", "priority", "trending", "anchor", "fallback")
 
 
 @dataclass
@@ -111,15 +111,18 @@ def plan_arms(
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
 ) -> list[tuple[str, dict]]:
     flt = Q.filter_clauses(flt_spec)
-    scoped = bool(req.tags)
+    scoped = bool(req.tags or req.tag_groups)
     arms: list[tuple[str, dict]] = []
     k = fetch_k(limit, scoped, options.overfetch, options.fetch_cap)
     if vector is not None:
-        arms.append(("vector", Q.knn_arm(vector, k, flt)))
-    if text and lexical:
-        arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
+        arms.append(("vector", Q.with_min_score(Q.knn_arm(vector, k, flt), Q.knn_min_score(req.semantic_floor))))
+    if text and lexical and req.keyword_search:
+        keyword = Q.with_min_score(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), req.keyword_floor)
+        arms.append(("keyword", Q.with_cosine(keyword, vector)))
         if options.metadata_search:
             arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
+    if req.temporal_window is not None and (req.temporal_window.start or req.temporal_window.end):
+        arms.append(("temporal", Q.temporal_arm(req.temporal_window.start, req.temporal_window.end, max(limit, 1), flt, vector)))
     if vector is None and not text:
         arms.append(("trending", Q.trending_arm(max(limit, 1), flt, req.sort)))
     if req.priority_ids:

@@ -106,7 +106,7 @@ def ensure_index(
 
 
 def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, embedder: Any = None) -> None:
-    """The indices (memories, edges, consolidation history), current. `embedder` lets a change of vector size re-embed the memories (without
+    """The indices (memories, edges, consolidation history, bank profiles), current. `embedder` lets a change of vector size re-embed the memories (without
     one such a change is refused, as nothing could fill the new vectors)."""
     memories = ensure_index(
         client, settings.memories_alias, "memories", render_template("memories", settings, dimension=dimension),
@@ -114,6 +114,7 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
     )
     ensure_index(client, settings.edges_alias, "edges", render_template("edges", settings))
     ensure_index(client, settings.consolidation_alias, "consolidation", render_template("consolidation", settings))
+    ensure_index(client, settings.banks_alias, "banks", render_template("banks", settings))
     stored = migrations.state_of(client, settings.memories_alias, memories).dimension
     if stored != dimension:
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")
