@@ -203,6 +203,7 @@ class RecallService:
         scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
         ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
+        ranked = placement.window_boost(ranked, {mid for mid, h in retrieved.hits.items() if "temporal" in h.arms}, self.weights.temporal)
         placed = placement.place(
             ranked, fallback_ids=retrieved.fallback_ids,
             anchor_only={mid for mid, h in retrieved.hits.items() if h.only_anchor},

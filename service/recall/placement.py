@@ -8,11 +8,11 @@ when no result matches the context profile; priority ids go first; then the scor
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scoring.context import ContextProfile, matches_profile
 from scoring.floors import apply_score_filter, recency_bias
-from scoring.rerank import ScoredCandidate
+from scoring.rerank import ScoredCandidate, sort_scored
 
 
 def priority_first(items: Sequence[ScoredCandidate], ids: Collection[str]) -> list[ScoredCandidate]:
@@ -105,3 +105,17 @@ def prefer_observations(items: Sequence[ScoredCandidate], members: Mapping[str, 
         gone = {s.candidate.id for s in dropped}
         kept = [s for s in kept if s.candidate.id not in gone]
     return kept
+
+
+def window_boost(items: Sequence[ScoredCandidate], dated: Collection[str], weight: float) -> list[ScoredCandidate]:
+    """spec 001 "Temporal Alignment": memories the temporal arm surfaced (dated inside the request's
+    window) gain `weight` (SEARCH_WEIGHT_TEMPORAL), reported as the `temporal_window` component;
+    then the list is sorted again. The others are untouched: the window is not a filter."""
+    if not dated or weight == 0:
+        return list(items)
+    out = []
+    for s in items:
+        if s.candidate.id in dated:
+            s = replace(s, final_score=s.final_score + weight, components={**s.components, "temporal_window": weight})
+        out.append(s)
+    return sort_scored(out)

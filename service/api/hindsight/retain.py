@@ -79,19 +79,23 @@ def _words(text: str, max_chars: int) -> list[str]:
 
 def chunk_text(text: str, max_chars: int) -> list[str]:
     """`text` as chunks of at most `max_chars`, cut at paragraph, sentence, then word boundaries;
-    neighbouring pieces are packed together while they fit. Never an empty chunk."""
+    neighbouring pieces are packed together while they fit (sentences joined by a space, paragraphs
+    by a blank line). Never an empty chunk."""
     if len(text) <= max_chars:
         return [text]
-    units: list[str] = []
+    units: list[tuple[str, str]] = []  # (piece, what joins it to the previous one)
     for para in _pieces(text, _PARAGRAPH, max_chars):
+        joiner = "\n\n"
         for sentence in _pieces(para, _SENTENCE, max_chars):
-            units += [sentence] if len(sentence) <= max_chars else _words(sentence, max_chars)
+            for piece in [sentence] if len(sentence) <= max_chars else _words(sentence, max_chars):
+                units.append((piece, joiner))
+                joiner = " "
     chunks, current = [], ""
-    for unit in units:
-        joined = f"{current}\n\n{unit}" if current else unit
+    for piece, joiner in units:
+        joined = f"{current}{joiner}{piece}" if current else piece
         if current and len(joined) > max_chars:
             chunks.append(current)
-            current = unit
+            current = piece
         else:
             current = joined
     return chunks + ([current] if current else [])
