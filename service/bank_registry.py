@@ -26,6 +26,8 @@ from service.timeparse import iso
 
 log = logging.getLogger("engram.banks")
 
+# delete_by_query passes over a bank's documents while other writes keep changing some of them.
+DELETE_PASSES = 5
 # Hindsight's DispositionTraits default (every trait 3 of 1-5).
 DEFAULT_DISPOSITION = {"skepticism": 3, "literalism": 3, "empathy": 3}
 # Profile fields kept as given (CreateBankRequest, spec of hindsight-client 1.1.0).
@@ -207,14 +209,21 @@ class BankRegistry:
     # --- deletion ---------------------------------------------------------------------------------
     def delete(self, bank: str) -> DeleteReport:
         """Memories, edges, consolidation history and profile of the bank, each one delete_by_query
-        (refreshed first, so every write acknowledged before the call is seen)."""
+        (refreshed first, so every write acknowledged before the call is seen). A document another
+        write changed meanwhile (a recall's access tracking) is a version conflict the pass skips: it
+        is deleted by the next pass, at most DELETE_PASSES."""
         report = DeleteReport(bank)
         query = {"query": BQ.bank_term(bank)}
         for name, index in (("memories_deleted", self.memories), ("edges_deleted", self.edges), ("consolidation_records_deleted", self.consolidation)):
+            deleted = 0
             with engine_errors(f"delete bank {name.split('_')[0]}", write=True):
-                self.client.indices.refresh(index=index)
-                resp = self.client.delete_by_query(index=index, body=query, refresh=True, conflicts="proceed")
-            setattr(report, name, int(resp.get("deleted", 0)))
+                for _ in range(DELETE_PASSES):
+                    self.client.indices.refresh(index=index)
+                    resp = self.client.delete_by_query(index=index, body=query, refresh=True, conflicts="proceed")
+                    deleted += int(resp.get("deleted", 0))
+                    if not resp.get("version_conflicts"):
+                        break
+            setattr(report, name, deleted)
         with engine_errors("delete bank profile", write=True):
             resp = self.client.delete(index=self.alias, id=bank, refresh="wait_for", ignore=[404])
         report.profile_deleted = resp.get("result") == "deleted"

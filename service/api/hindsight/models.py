@@ -199,6 +199,22 @@ class MemoryItem(_In):
     strategy: str | None = Field(None, max_length=200)
     update_mode: Literal["replace", "append"] | None = None
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _timestamp(cls, value: Any) -> Any:
+        """Hindsight's rule: ISO 8601, or 'unset'; anything else is a validation error."""
+        if isinstance(value, str) and value.strip() and value.strip().lower() != "unset":
+            from service.timeparse import parse_iso_datetime
+
+            try:
+                parse_iso_datetime(value)
+            except ValueError:
+                raise ValueError(
+                    f"Invalid timestamp/event_date format: {value[:64]!r}. Expected ISO format like '2024-01-15T10:30:00' "
+                    "or '2024-01-15T10:30:00Z', or the special value 'unset' to store without a timestamp."
+                ) from None
+        return value
+
 
 class RetainBody(_In):
     items: list[MemoryItem] = Field(..., max_length=1000)
