@@ -249,7 +249,7 @@ class EnrichmentWorker:
             return
         entities = {s.id: extract_entities(s.source.get("content") or "", self.gazetteer) for s in todo}
         for bank, group in by_bank(todo).items():
-            similar = self._similar(group, bank)
+            similar = self._similar(group)
             with self._sequence_lock:
                 self._commit(group, by_id, entities, similar, bank)
 
@@ -271,12 +271,13 @@ class EnrichmentWorker:
             out[h["_id"]] = plan.Subject(h["_id"], h["_source"], vector, h["_seq_no"], h["_primary_term"])
         return out
 
-    def _similar(self, subjects: Sequence[plan.Subject], bank: str) -> dict[str, list[dict]]:
+    def _similar(self, subjects: Sequence[plan.Subject]) -> dict[str, list[dict]]:
+        """kNN neighbours of each memory among its own bank's."""
         limit = self.settings.enrichment_similarity_limit
         with_vectors = [s for s in subjects if s.vector]
         if not limit or not with_vectors:
             return {}
-        bodies = [plan.knn_body(bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
+        bodies = [plan.knn_body(s.source.get("bank") or self.memories.bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
         responses = self.memories.msearch(bodies)
         threshold = self.settings.enrichment_similarity_threshold
         return {s.id: plan.similar_edges(s.id, r["hits"]["hits"], threshold, limit) for s, r in zip(with_vectors, responses)}
