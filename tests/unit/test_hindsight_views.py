@@ -78,6 +78,7 @@ def test_shaped_results_cut_and_scores():
     results, used, candidates = H.shaped_results(body, WordCounter(), 5)
     assert [r["id"] for r in results] == ["a", "b"] and (used, candidates) == (5, 3)
     assert results[0]["scores"] == {"final": 0.9, "reranker": None, "semantic": 0.8, "keyword": None}
+    assert [r["_tokens"] for r in results] == [3, 2] and "_tokens" not in H.public(results)[0]
     assert results[1]["scores"] == {"final": 0.7, "reranker": None, "semantic": None, "keyword": 3.2}
 
 

@@ -29,12 +29,17 @@ def fit_tokens(counts: Sequence[int], max_tokens: int) -> int:
 
 
 def shaped_results(body: Mapping[str, Any], counter: TokenCounter, max_tokens: int) -> tuple[list[dict], int, int]:
-    """(Hindsight results that fit, tokens they use, candidates before the cut)."""
+    """(Hindsight results that fit, tokens they use, candidates before the cut). Each result's token
+    count is kept under the private key `_tokens` (the include blocks reuse it; `public` drops it)."""
     raw = list(body.get("results", []))
     counts = counter.count_many([r["memory"].get("content") or "" for r in raw])
     keep = fit_tokens(counts, max_tokens)
-    results = [views.recall_result(r["id"], r["memory"], scores_of(r)) for r in raw[:keep]]
+    results = [{**views.recall_result(r["id"], r["memory"], scores_of(r)), "_tokens": n} for r, n in zip(raw[:keep], counts)]
     return results, sum(counts[:keep]), len(raw)
+
+
+def public(results: Sequence[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "_tokens"} for r in results]
 
 
 def entities_block(results: Sequence[dict], counter: TokenCounter, max_tokens: int) -> dict[str, Any]:
@@ -44,7 +49,7 @@ def entities_block(results: Sequence[dict], counter: TokenCounter, max_tokens: i
     used = 0
     for r in results:
         for name in r.get("entities") or ():
-            count = counter.count(r["text"])
+            count = r["_tokens"] if "_tokens" in r else counter.count(r["text"])
             if used + count > max_tokens:
                 return out
             used += count

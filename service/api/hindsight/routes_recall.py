@@ -37,7 +37,7 @@ def recall(body: RecallBody, scope: ReadBank, request: Request, registry: Regist
     req = to_request(body, state.settings, bank=registry.profile(scope.bank), bank_id=scope.bank, now=now)
     out = state.recall.recall(req, now, defer=background.add_task)
     results, spent, candidates = H.shaped_results(out, tokens, body.max_tokens)
-    answer: dict = {"results": results}
+    answer: dict = {"results": H.public(results)}
     include = body.include
     if include.entities is not None:
         answer["entities"] = H.entities_block(results, tokens, include.entities.max_tokens)
