@@ -177,6 +177,9 @@ def test_isolation_matrix(banked):
         # the token's own bank, asked for b's memory
         api.get(f"{BANKS}/a/memories/{b1}", headers=h),
         api.delete(f"{BANKS}/a/memories/{b1}", headers=h),
+        # consolidation acts on the request's bank too
+        api.post("/consolidate", json={"mode": "full", "dry_run": True}, headers={**h, "X-Bank": "b"}),
+        api.get("/consolidate/status", headers={**h, "X-Bank": "b"}),
     ]
     for token in (A_TOKEN, READ_A):
         for resp in calls(as_(token)):
