@@ -221,3 +221,5 @@ def test_hostile_inputs(billing):
     assert resp.status_code == 422  # Hindsight metadata holds strings
     resp = billing.post(f"{BANKS}/hostile/memories", json={"items": [{"content": "x" * 30_000}]})
     assert resp.status_code == 200 and len(resp.json()["memory_ids"]) == 25  # long items are chunked (1,200 characters), not refused
+    resp = billing.post(f"{BANKS}/hostile/memories", json={"items": [{"content": "word " * 200_000}] * 3})
+    assert resp.status_code == 400 and "at most 2000 per request" in resp.json()["detail"]  # nothing embedded or written

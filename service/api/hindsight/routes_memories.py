@@ -30,6 +30,8 @@ BANK = "/v1/default/banks/{bank_id}"
 MAX_WINDOW = 10_000
 # GET .../tags aggregates at most this many distinct tags of a bank.
 MAX_TAGS = 10_000
+# Memories one retain request may make (items x chunks): each is embedded before the answer.
+MAX_RETAINED = 2_000
 
 
 def _check_item_strings(body: RetainBody) -> None:
@@ -46,8 +48,8 @@ def _check_item_strings(body: RetainBody) -> None:
 
 
 def _store_retained(state, bank: str, body: RetainBody, plan: R.Plan, emit: Emitter) -> list[str]:
-    """Write the planned memories in one batch, then drop the chunks replaced documents no longer
-    have. Returns the stored ids."""
+    """Write the planned memories in one batch, then delete the chunks replaced documents no longer
+    have (through the writer, one by one: a replaced document rarely loses many). Returns the stored ids."""
     writer = state.writer.for_bank(bank)
     prepared, errors = writer.create_batch(plan.memories)
     emit.stored_batch(prepared, errors)
@@ -55,13 +57,14 @@ def _store_retained(state, bank: str, body: RetainBody, plan: R.Plan, emit: Emit
     if failed:
         i, reason = failed[0]
         raise EngineUnavailable(f"{len(failed)} of {len(prepared)} memories were not stored (first: memory {i}: {reason}); retrying the same request is safe")
-    store, edges = state.memories.for_bank(bank), state.edges.for_bank(bank)
+    store = state.memories.for_bank(bank)
     for doc, ids in R.replaced_documents(plan, body).items():
-        stale = store.ids_matching(R.stale_chunks_query(bank, doc, ids))
-        if stale:
-            store.delete_ids(stale)
-            edges.delete_touching(stale)
-            store.clear_supersessions(stale)
+        for stale in store.ids_matching(R.stale_chunks_query(bank, doc, ids)):
+            try:
+                writer.delete(stale)  # with its edges and the supersessions it caused
+            except NotFound:
+                continue  # deleted meanwhile
+            emit.deleted(stale)
     return [p.memory_id for p in prepared]
 
 
@@ -77,11 +80,13 @@ def retain(body: RetainBody, scope: WriteBank, request: Request, registry: Regis
     next_index = R.parse_max_chunk(state.memories.for_bank(scope.bank).search(R.max_chunk_body(scope.bank, appended))) if appended else {}
     operation_id = body.operation_id or str(uuid.uuid4())
     plan = R.plan_retain(body.model_copy(update={"operation_id": operation_id}), scope.bank, chunk_chars, next_index)
+    if len(plan.memories) > MAX_RETAINED:
+        raise BadRequest(f"this request makes {len(plan.memories)} memories ({chunk_chars}-character chunks); at most {MAX_RETAINED} per request: split it")
     writer = state.writer.for_bank(scope.bank)
     for i, memory in enumerate(plan.memories):  # every item checked before anything is written
         writer.validate(memory, f"items[{i}].", content=memory.content)
-    if plan.memories:
-        registry.ensure(scope.bank, utcnow())
+    if plan.memories and profile is None:
+        registry.ensure(scope.bank, utcnow())  # the first write registers the bank
     if body.async_:
         def run() -> None:
             try:

@@ -17,16 +17,17 @@ Pure functions of the stored source.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from service.enrichment.plan import caller_tags
 from service.recall.queries import OBSERVATION_TYPE, observation_sources
-from service.tags import normalize_tag
 
 # Metadata keys the service itself writes and shows elsewhere in Hindsight's view.
 SHOWN_ELSEWHERE = ("entities",)
 OBSERVATION_KEYS = ("consolidation",)
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
 def fact_type(source: Mapping[str, Any]) -> str:
@@ -67,18 +68,23 @@ def _names(value: Any) -> Iterable[str]:
             stack.extend(reversed(item))
 
 
+def _slug(name: str) -> str:
+    """How an entity tag spells a name (`entity:people:sarah-connor` for "Sarah Connor")."""
+    return _NON_ALNUM.sub("-", name.lower()).strip("-")
+
+
 def entity_names(source: Mapping[str, Any]) -> list[str]:
     """The caller's entities (retain's `entities`, kept in metadata.entities), then what enrichment
-    found (its `entity:<category>:<name>` tags), each name once."""
+    found (its `entity:<category>:<name>` tags, when not named already), each name once."""
     metadata = source.get("metadata") if isinstance(source.get("metadata"), dict) else {}
     seen: dict[str, str] = {}
     for name in _names(metadata.get("entities")):
-        seen.setdefault(normalize_tag(name), name)
+        seen.setdefault(_slug(name), name)
     for tag in source.get("tags") or []:
         parts = [p for p in str(tag).replace("/", ":").split(":") if p]
         if len(parts) >= 3 and parts[0].lower() == "entity":
             name = ":".join(parts[2:])
-            seen.setdefault(normalize_tag(name), name)
+            seen.setdefault(_slug(name), name)
     return list(seen.values())
 
 
