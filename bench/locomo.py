@@ -9,9 +9,17 @@ are averaged over questions (see ../shared/data/README.md).
     python -m bench.locomo --param scoring_profile=automem
     python -m bench.locomo --url http://127.0.0.1:8001 --token $T   # a running service
     python -m bench.locomo --enrichment --param expand_entities=true  # entities derived first
+    python -m bench.locomo --surface hindsight   # Hindsight's API: retain, then POST .../memories/recall
 
 Without --url the benchmark starts the service itself (uvicorn on 127.0.0.1, a free port) with
 INDEX_PREFIX=bench-locomo against OPENSEARCH_URL or the local node, so latencies include HTTP.
+
+`--surface hindsight` stores the same memories through Hindsight's retain (into the bank `--bank`,
+default `locomo`; metadata values as strings; Hindsight's items carry no AutoMem type, so type and
+confidence follow the write rules) and recalls through `POST /v1/default/banks/{bank}/memories/recall`
+with Hindsight's defaults (budget mid, max_tokens 4096) and `tags: ["locomo:<id>"]`, `tags_match: any_strict`;
+the first 5 / 10 results are scored. `--ingest automem` recalls through Hindsight over memories
+stored through AutoMem (the default bank), to compare the two recall routes on identical memories.
 """
 
 from __future__ import annotations
@@ -108,17 +116,55 @@ class LocalServer:
         self.thread.join(timeout=30)
 
 
-def ingest(client: httpx.Client, data: list[dict]) -> float:
+def hindsight_item(m: dict) -> dict:
+    """A LoCoMo memory as a Hindsight retain item (Hindsight's metadata holds strings)."""
+    return {"content": m["content"], "timestamp": m["timestamp"], "tags": m["tags"], "metadata": {k: str(v) for k, v in m["metadata"].items()}}
+
+
+def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo") -> float:
     memories = [m for sample in data for m in memories_for(sample)]
     started = time.perf_counter()
-    with tqdm(total=len(memories), desc="ingest", unit="mem", file=sys.stderr) as bar:
+    with tqdm(total=len(memories), desc=f"ingest ({surface})", unit="mem", file=sys.stderr) as bar:
         for i in range(0, len(memories), BATCH):
             chunk = memories[i : i + BATCH]
-            resp = client.post("/memory/batch", json={"memories": chunk})
-            if resp.status_code != 201:
+            if surface == "hindsight":
+                # a fixed operation_id per batch: the ids derive from it, so a re-run overwrites instead of duplicating
+                items = [hindsight_item(m) for m in chunk]
+                resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "operation_id": f"locomo-{i}"})
+                ok = resp.status_code == 200
+            else:
+                resp = client.post("/memory/batch", json={"memories": chunk})
+                ok = resp.status_code == 201
+            if not ok:
                 raise RuntimeError(f"batch failed: {resp.status_code} {resp.text[:500]}")
             bar.update(len(chunk))
     return len(memories) / (time.perf_counter() - started)
+
+
+def json_or_text(value: str):
+    """--param values for a JSON body: `max_tokens=500`, `types=["world"]`, `budget=high`."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def recall_once(client: httpx.Client, surface: str, bank: str, question: str, sample_id: str, params: dict[str, str], k_max: int) -> tuple[list[dict], float | None]:
+    """(results as [{dia_id, final_score}], server-side ms when the surface reports it)."""
+    if surface == "hindsight":
+        body = {"query": question, "tags": [f"locomo:{sample_id}"], "tags_match": "any_strict", **{k: json_or_text(v) for k, v in params.items()}}
+        resp = client.post(f"/v1/default/banks/{bank}/memories/recall", json=body)
+        if resp.status_code != 200:
+            raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
+        results = resp.json()["results"]
+        return [{"dia_id": (r.get("metadata") or {}).get("dia_id"), "final_score": r["scores"]["final"]} for r in results], None
+    query = {"query": question, "tags": f"locomo:{sample_id}", "limit": str(k_max), **params}
+    resp = client.get("/recall", params=query)
+    if resp.status_code != 200:
+        raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
+    body = resp.json()
+    results = [{"dia_id": r["memory"].get("metadata", {}).get("dia_id"), "final_score": r.get("final_score", 0.0)} for r in body["results"]]
+    return results, body.get("query_time_ms", 0.0)
 
 
 def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
@@ -138,7 +184,7 @@ def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
             time.sleep(0.5)
 
 
-def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int) -> dict:
+def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int, surface: str = "automem", bank: str = "locomo") -> dict:
     """recall@5 / recall@10 of the results in the order returned; with graph expansion (which appends
     expanded memories after the `limit` seeds) also recall@10 of all results re-sorted by final_score
     and recall over everything returned."""
@@ -151,18 +197,14 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
         wanted = evidence_ids(qa)
         if not wanted:
             continue
-        query = {"query": qa["question"], "tags": f"locomo:{sample_id}", "limit": str(k_max), **params}
         started = time.perf_counter()
-        resp = client.get("/recall", params=query)
+        results, server = recall_once(client, surface, bank, qa["question"], sample_id, params, k_max)
         latencies.append((time.perf_counter() - started) * 1000)
-        if resp.status_code != 200:
-            raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
-        body = resp.json()
-        server_ms.append(body.get("query_time_ms", 0.0))
-        results = body["results"]
+        if server is not None:
+            server_ms.append(server)
         returned.append(len(results))
-        got = [r["memory"].get("metadata", {}).get("dia_id") for r in results]
-        by_score = [r["memory"].get("metadata", {}).get("dia_id") for r in sorted(results, key=lambda r: -r.get("final_score", 0.0))]
+        got = [r["dia_id"] for r in results]
+        by_score = [r["dia_id"] for r in sorted(results, key=lambda r: -r["final_score"])]
         per_cat[qa["category"]].append((
             len(wanted & set(got[:5])) / len(wanted), len(wanted & set(got[:10])) / len(wanted),
             len(wanted & set(by_score[:10])) / len(wanted), len(wanted & set(got)) / len(wanted),
@@ -195,10 +237,8 @@ def markdown(result: dict) -> str:
         lines.append(f"\n{result['returned_mean']:.1f} results per recall on average (expanded memories come after the `limit` seeds)")
     lat = result["latency_ms"]
     lines.append("")
-    lines.append(
-        f"recall latency over HTTP: p50 {lat['client_p50']:.1f} ms, p95 {lat['client_p95']:.1f} ms "
-        f"(server-side query_time_ms p50 {lat['server_p50']:.1f}, p95 {lat['server_p95']:.1f})"
-    )
+    server = "" if lat["server_p50"] != lat["server_p50"] else f" (server-side query_time_ms p50 {lat['server_p50']:.1f}, p95 {lat['server_p95']:.1f})"
+    lines.append(f"recall latency over HTTP: p50 {lat['client_p50']:.1f} ms, p95 {lat['client_p95']:.1f} ms{server}")
     return "\n".join(lines)
 
 
@@ -215,18 +255,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enrichment", action="store_true",
                         help="run the in-process service with ENRICHMENT_ENABLED and wait for it after ingest (default: off, as the published figures)")
     parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
+    parser.add_argument("--surface", choices=("automem", "hindsight"), default="automem",
+                        help="the API recalled through: AutoMem's GET /recall (default) or Hindsight's POST .../memories/recall")
+    parser.add_argument("--ingest", choices=("automem", "hindsight"), default=None,
+                        help="the API the memories are stored through (default: --surface's)")
+    parser.add_argument("--bank", default="locomo", help="with --surface hindsight: the bank (default locomo; 'default' with --ingest automem)")
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
     data = json.loads(args.data.read_text())
+    ingest_surface = args.ingest or args.surface
+    bank = "default" if ingest_surface == "automem" and args.surface == "hindsight" else args.bank
     label = args.label or ("-".join(f"{k}={v}" for k, v in params.items()) or "default")
+    if args.surface == "hindsight" and not args.label:
+        label = f"hindsight-{label}" + ("-automem-ingest" if ingest_surface == "automem" else "")
     if args.enrichment and not args.label:
         label = f"enrichment-{label}"
 
     def run(url: str, token: str) -> dict:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-            rate = None if args.skip_ingest else ingest(client, data)
+            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank)
             enrichment = wait_for_enrichment(client) if args.enrichment or args.wait_enrichment else None
-            result = evaluate(client, data, params, 10)
+            result = evaluate(client, data, params, 10, args.surface, bank)
             result["ingest_memories_per_s"] = rate
             if enrichment:
                 stats = enrichment["status"]["stats"]
@@ -241,14 +290,15 @@ def main(argv: list[str] | None = None) -> int:
         token = "bench-token"
         with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment) as url:
             result = run(url, token)
-    result.update(label=label, params=params, data=str(args.data))
+    result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface)
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"\nLoCoMo dev slice — {label}\n")
     print(markdown(result))
     if result.get("ingest_memories_per_s"):
-        print(f"ingest through POST /memory/batch: {result['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
+        route = f"POST /v1/default/banks/{bank}/memories" if ingest_surface == "hindsight" else "POST /memory/batch"
+        print(f"ingest through {route}: {result['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
     if result.get("enrichment"):
         e = result["enrichment"]
         print(f"enrichment: {e['stats']['successes']} memories, {e['stats']['entities']} entities, "

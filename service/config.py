@@ -227,6 +227,14 @@ class Settings(BaseSettings):
     def recall_ledger_alias(self) -> str:
         return f"{self.index_prefix}-recall-ledger"
 
+    # --- banks and the Hindsight API (service/bank_registry.py, service/api/hindsight/) ---
+    # retain stores each item as given; longer items are cut into chunks of at most this many
+    # characters at paragraph / sentence boundaries (a bank's retain_chunk_size overrides it). The
+    # default fits the embedder: all-MiniLM-L6-v2 reads 256 tokens, ~1,000-1,200 characters of English.
+    hindsight_retain_chunk_chars: int = Field(default=1200, ge=100, le=20_000)
+    # Hindsight refuses longer recall queries (its MAX_QUERY_TOKENS), counted with the model's tokenizer.
+    hindsight_max_query_tokens: int = Field(default=500, ge=1, le=100_000)
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:
@@ -239,6 +247,10 @@ class Settings(BaseSettings):
     @property
     def consolidation_alias(self) -> str:
         return f"{self.index_prefix}-consolidation"
+
+    @property
+    def banks_alias(self) -> str:
+        return f"{self.index_prefix}-banks"
 
     @property
     def protected_types(self) -> frozenset[str]:

@@ -14,6 +14,8 @@ from service.api.middleware import RequestGuard
 from service.api.responses import SafeJSONResponse
 from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.api.signet import routes as signet
+from service.api import hindsight
+from service.bank_registry import BankRegistry
 from service.graph.links import AssociationService
 from service.auth import TokenFileError, TokenRegistry
 from service.config import Settings, get_settings
@@ -43,6 +45,9 @@ OPENAPI_TAGS = [
     {"name": "graph", "description": "Associations between memories and graph walks"},
     {"name": "health", "description": "Liveness and readiness; no token needed"},
     {"name": "signet", "description": "Signet's recall surface (spec 004): recall with session dedupe and date phrases, search, similar"},
+    {"name": "hindsight: recall", "description": "Hindsight's recall (spec 002) on the same store: /v1/default/banks/{bank_id}/..."},
+    {"name": "hindsight: memories", "description": "Hindsight's retain, list, get, delete, tags; reflect answers 501"},
+    {"name": "hindsight: banks", "description": "Banks: list, create, update, statistics, delete"},
 ]
 
 
@@ -111,7 +116,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event)
         if cfg.enrichment_enabled:
             await anyio.to_thread.run_sync(state.enrichment.start)
-        state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, state.writer, state.events.publish)
+        state.banks = BankRegistry(client, cfg)
+        state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, state.writer, state.events.publish, banks=state.banks.all_banks)
         state.consolidation.start()
         redact_access_log()
         log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
@@ -155,4 +161,5 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.include_router(consolidate.router)
     app.include_router(insights.router)
     app.include_router(admin.router)
+    app.include_router(hindsight.router)
     return app

@@ -152,6 +152,7 @@ class MemoryWriter:
             "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
         }
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
+        doc.update(req.surface_fields())
         if req.relevance_score is not None:
             doc["relevance_score"] = req.relevance_score
         for name in ("who", "project", "pinned"):  # stored only when given: other documents stay as they were

@@ -101,6 +101,7 @@ def make_client(engine_url, embedder, os_client) -> Iterator[Callable[..., objec
         os_client.indices.delete_index_template(name=f"{prefix}-consolidation", ignore=[404])
         os_client.indices.delete_index_template(name=f"{prefix}-recall-log", ignore=[404])
         os_client.indices.delete_index_template(name=f"{prefix}-recall-ledger", ignore=[404])
+        os_client.indices.delete_index_template(name=f"{prefix}-banks", ignore=[404])
 
 
 @pytest.fixture

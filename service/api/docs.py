@@ -3,7 +3,8 @@
 FastAPI's /docs and /redoc load Swagger UI and ReDoc from a CDN, so on a machine without internet
 they render blank. The assets come from the maintained `fastapi-offline` package instead and are
 served from /docs-assets (FastAPI's self-hosted docs recipe). The OpenAPI document drops the 422
-responses FastAPI adds to every route: validation errors are answered 400 (service/errors.py).
+responses FastAPI adds to every route: validation errors are answered 400 (service/errors.py),
+except on Hindsight's routes (/v1/...), which answer Hindsight's 422.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 
 ASSETS = Path(fastapi_offline.__file__).resolve().parent / "static"
 ASSETS_URL = "/docs-assets"
+HINDSIGHT_PREFIX = "/v1/"
 
 
 def install_docs(app: FastAPI) -> None:
@@ -42,12 +44,15 @@ def install_docs(app: FastAPI) -> None:
     def openapi() -> dict:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes, tags=app.openapi_tags)
-            for path in schema.get("paths", {}).values():
+            for url, path in schema.get("paths", {}).items():
+                if url.startswith(HINDSIGHT_PREFIX):
+                    continue  # Hindsight's routes answer its own 422 (service/api/hindsight/errors.py)
                 for operation in path.values():
                     operation.get("responses", {}).pop("422", None)
             components = schema.get("components", {}).get("schemas", {})
-            for name in ("HTTPValidationError", "ValidationError"):
-                components.pop(name, None)
+            if not any(url.startswith(HINDSIGHT_PREFIX) for url in schema.get("paths", {})):
+                for name in ("HTTPValidationError", "ValidationError"):
+                    components.pop(name, None)
             app.openapi_schema = schema
         return app.openapi_schema
 

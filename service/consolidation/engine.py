@@ -40,6 +40,12 @@ class ConsolidationIO:
         self.bank = memories.bank
         self.excluded_types = tuple(excluded_types)
 
+    def for_bank(self, bank: str) -> ConsolidationIO:
+        """The same reads and writes on another bank (its memories, its edges, its writer)."""
+        if bank == self.bank:
+            return self
+        return ConsolidationIO(self.memories.for_bank(bank), self.edges.for_bank(bank), self.writer.for_bank(bank), self.excluded_types)
+
     # --- reads ------------------------------------------------------------------------------
     def scan(self, query: dict, page: int = SCAN_PAGE) -> Iterator[list[tuple[str, dict]]]:
         after = None

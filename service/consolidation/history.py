@@ -54,6 +54,9 @@ class HistoryStore:
         self.limit = limit
         self.control_id = f"control:{bank}"
 
+    def for_bank(self, bank: str) -> HistoryStore:
+        return self if bank == self.bank else HistoryStore(self.client, self.alias, bank, self.limit)
+
     # --- the schedule -----------------------------------------------------------------------
     def control(self, now: datetime) -> tuple[dict[str, Any], int, int]:
         """(control document, seq_no, primary_term), created on first use with every last run = now."""

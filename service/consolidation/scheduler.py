@@ -2,8 +2,9 @@
 
 A background thread wakes every CONSOLIDATION_TICK_SECONDS (60) and runs each task whose interval
 (CONSOLIDATION_{DECAY,CREATIVE,CLUSTER,FORGET}_INTERVAL_SECONDS; 0 = disabled) has passed since its
-last run, as AutoMem's ConsolidationScheduler does. The last runs live in the engine (history.py),
-so a restart keeps the schedule and replicas share it; one run at a time per process.
+last run, as AutoMem's ConsolidationScheduler does, for every bank in turn (each bank has its own
+schedule, history and runs). The last runs live in the engine (history.py), so a restart keeps the
+schedule and replicas share it; one run at a time per process.
 """
 
 from __future__ import annotations
@@ -50,12 +51,15 @@ def due_tasks(intervals: dict[str, int], last_runs: dict[str, datetime | None], 
 class ConsolidationService:
     def __init__(
         self, settings: Settings, consolidator: Consolidator, history: HistoryStore,
-        publish: Callable[[str, dict], None] | None = None,
+        publish: Callable[[str, dict], None] | None = None, banks: Callable[[], list[str]] | None = None,
     ):
         self.settings = settings
-        self.consolidator = consolidator
+        self.consolidator = consolidator  # the default bank's
         self.history = history
         self.publish = publish or (lambda _type, _data: None)
+        # Every bank the scheduler consolidates (the bank registry's list); the default bank alone when not given.
+        self.banks = banks or (lambda: [history.bank])
+        self._per_bank: dict[str, tuple[Consolidator, HistoryStore]] = {history.bank: (consolidator, history)}
         self.intervals = {
             "decay": settings.consolidation_decay_interval_seconds,
             "creative": settings.consolidation_creative_interval_seconds,
@@ -66,53 +70,74 @@ class ConsolidationService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def parts(self, bank: str | None = None) -> tuple[Consolidator, HistoryStore]:
+        """The consolidator and history of one bank (the default bank when None): each bank is
+        consolidated on its own — its memories, its edges, its schedule and history."""
+        bank = bank or self.history.bank
+        if bank not in self._per_bank:
+            self._per_bank[bank] = (Consolidator(self.settings, self.consolidator.io.for_bank(bank)), self.history.for_bank(bank))
+        return self._per_bank[bank]
+
     # --- runs ---------------------------------------------------------------------------------
-    def run(self, mode: str, dry_run: bool, *, trigger: str = "manual", decay_threshold: float | None = None) -> dict[str, Any]:
+    def run(self, mode: str, dry_run: bool, *, trigger: str = "manual", decay_threshold: float | None = None, bank: str | None = None) -> dict[str, Any]:
+        consolidator, history = self.parts(bank)
         started = time.perf_counter()
         with self._run_lock:
-            result = self.consolidator.run(mode, dry_run, decay_threshold=decay_threshold)
+            result = consolidator.run(mode, dry_run, decay_threshold=decay_threshold)
         affected = affected_count(result)
         if not dry_run:
             # AutoMem persists real runs only: a dry run changes nothing, its history included.
-            self.history.record(result, trigger=trigger, affected=affected)
+            history.record(result, trigger=trigger, affected=affected)
             if result.get("success") and trigger == "manual":  # a scheduled run's claim already moved the schedule
-                self.history.mark_ran(mode, result["completed_at"], utcnow())
+                history.mark_ran(mode, result["completed_at"], utcnow())
         elapsed = round((time.perf_counter() - started) * 1000, 1)
         log.info("consolidation_run", extra={
             "mode": mode, "trigger": trigger, "dry_run": dry_run, "success": result.get("success"),
             "affected_count": affected, "latency_ms": elapsed, "steps": list(result.get("steps", {})),
-            "changes": result.get("changes", {}),
+            "changes": result.get("changes", {}), "bank": history.bank,
         })
         self.publish("consolidation.run", {
             "task_type": mode, "affected_count": affected, "elapsed_ms": elapsed, "success": bool(result.get("success")),
-            "next_scheduled": self.next_runs(utcnow()).get(mode, "unknown"), "steps": list(result.get("steps", {})),
+            "next_scheduled": self.next_runs(utcnow(), bank).get(mode, "unknown"), "steps": list(result.get("steps", {})),
             "dry_run": dry_run, "trigger": trigger, "changes": result.get("changes", {}),
         })
         return result
 
     def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        """Run every due task once; a task another replica claimed first is left to it."""
+        """Run every due task of every bank once; a task another replica claimed first is left to it."""
         now = now or utcnow()
         results = []
-        doc, seq_no, term = self.history.control(now)
-        for task in due_tasks(self.intervals, self.history.last_runs(doc), now):
-            if not self.history.claim(task, doc, seq_no, term, now):
-                log.info("consolidation %s: claimed by another replica", task)
-                doc, seq_no, term = self.history.control(now)
+        for bank in self.banks():
+            try:
+                results += self.tick_bank(bank, now)
+            except Exception:  # noqa: BLE001 - one bank's failure must not starve the others
+                log.exception("consolidation tick of bank %s failed", bank)
+        return results
+
+    def tick_bank(self, bank: str, now: datetime) -> list[dict[str, Any]]:
+        history = self.parts(bank)[1]
+        results = []
+        doc, seq_no, term = history.control(now)
+        for task in due_tasks(self.intervals, history.last_runs(doc), now):
+            if not history.claim(task, doc, seq_no, term, now):
+                log.info("consolidation %s of bank %s: claimed by another replica", task, bank)
+                doc, seq_no, term = history.control(now)
                 continue
             threshold = self.settings.consolidation_decay_importance_threshold if task == "decay" else None
-            results.append(self.run(task, False, trigger="scheduled", decay_threshold=threshold))
-            doc, seq_no, term = self.history.control(now)
+            results.append(self.run(task, False, trigger="scheduled", decay_threshold=threshold, bank=bank))
+            doc, seq_no, term = history.control(now)
         return results
 
     # --- status -------------------------------------------------------------------------------
-    def next_runs(self, now: datetime) -> dict[str, str]:
-        last = self.history.last_runs(self.history.peek(now))
+    def next_runs(self, now: datetime, bank: str | None = None) -> dict[str, str]:
+        history = self.parts(bank)[1]
+        last = history.last_runs(history.peek(now))
         return {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS}
 
-    def status(self) -> dict[str, Any]:
+    def status(self, bank: str | None = None) -> dict[str, Any]:
         now = utcnow()
-        last = self.history.last_runs(self.history.peek(now))
+        history = self.parts(bank)[1]
+        last = history.last_runs(history.peek(now))
         schedule = {
             t: {
                 "interval_seconds": self.intervals[t], "last_run": iso(last[t]) if last.get(t) else None,
@@ -123,7 +148,7 @@ class ConsolidationService:
         return {
             "status": "success",
             "next_runs": {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS},
-            "history": self.history.recent(),
+            "history": history.recent(),
             "thread_alive": self.thread_alive,
             "tick_seconds": self.settings.consolidation_tick_seconds,
             "schedule": schedule,
@@ -157,10 +182,14 @@ class ConsolidationService:
                 log.exception("consolidation scheduler tick failed")
 
 
-def build_consolidation(settings: Settings, client, memories, edges, writer, publish: Callable[[str, dict], None] | None = None) -> ConsolidationService:
-    """The consolidation service over the app's stores (one call in the lifespan)."""
+def build_consolidation(
+    settings: Settings, client, memories, edges, writer, publish: Callable[[str, dict], None] | None = None,
+    banks: Callable[[], list[str]] | None = None,
+) -> ConsolidationService:
+    """The consolidation service over the app's stores (one call in the lifespan); `banks` lists the
+    banks the scheduler consolidates (the default bank alone when not given)."""
     from service.consolidation.engine import ConsolidationIO
 
     io = ConsolidationIO(memories, edges, writer, settings.excluded_types)
     history = HistoryStore(client, settings.consolidation_alias, settings.default_bank, settings.consolidation_history_limit)
-    return ConsolidationService(settings, Consolidator(settings, io), history, publish)
+    return ConsolidationService(settings, Consolidator(settings, io), history, publish, banks)

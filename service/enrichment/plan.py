@@ -148,9 +148,15 @@ def failure_state(enrichment: Mapping[str, Any] | None, *, attempts: int, error:
 
 
 # --- queries ---------------------------------------------------------------------------------------
-def pending_query(bank: str) -> dict:
-    """Memories still to enrich: never enriched, marked pending (reprocess, retry), or changed
-    since their run (updated_at moved on: a PATCH whose enqueue a restart lost)."""
+def bank_filter(bank: str | None) -> list[dict]:
+    """The bank clause of a query; none when the worker looks at every bank (None)."""
+    return [] if bank is None else [{"term": {"bank": bank}}]
+
+
+def pending_query(bank: str | None) -> dict:
+    """Memories still to enrich (of one bank, or of every bank with None): never enriched, marked
+    pending (reprocess, retry), or changed since their run (updated_at moved on: a PATCH whose
+    enqueue a restart lost)."""
     changed = {
         "script": {"script": {"lang": "painless", "source": (
             "if (doc['updated_at'].size() == 0) { return false; } "
@@ -158,18 +164,19 @@ def pending_query(bank: str) -> dict:
             "return doc['updated_at'].value.toInstant().toEpochMilli() != doc['enrichment.source_updated_at'].value.toInstant().toEpochMilli();"
         )}}
     }
-    return {"bool": {"filter": [{"term": {"bank": bank}}], "should": [
+    return {"bool": {"filter": bank_filter(bank), "should": [
         {"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
         {"term": {"enrichment.status": STATUS_PENDING}},
         {"bool": {"filter": [{"term": {"enrichment.status": STATUS_DONE}}, changed]}},
     ], "minimum_should_match": 1}}
 
 
-def read_body(bank: str, ids: Sequence[str], vector_script: str) -> dict:
-    """The memories to enrich with their versions and vectors, in one search (one snapshot)."""
+def read_body(bank: str | None, ids: Sequence[str], vector_script: str) -> dict:
+    """The memories to enrich with their versions and vectors, in one search (one snapshot); of any
+    bank with None (each is then enriched within its own bank)."""
     return {
         "size": len(ids), "seq_no_primary_term": True, "_source": {"excludes": ["embedding"]},
-        "query": {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": list(ids)}}]}},
+        "query": {"bool": {"filter": [*bank_filter(bank), {"ids": {"values": list(ids)}}]}},
         "script_fields": {"embedding": {"script": {"source": vector_script}}},
     }
 

@@ -9,6 +9,9 @@ written (its stale result is dropped) and is enriched again from the new content
 
 State lives on the memory (`enrichment.*`), so a restart resumes: at start-up, and whenever the
 queue runs dry after an overflow, one search fetches the pending memories, oldest first.
+
+The worker serves every bank: the queue and the scans hold memories of any bank, and a batch is
+enriched bank by bank — neighbours, sequences and edges only ever within the memory's own bank.
 """
 
 from __future__ import annotations
@@ -48,6 +51,14 @@ def _now() -> str:
 
 def _no_event(event_type: str, data: dict) -> None:
     return None
+
+
+def by_bank(subjects: Sequence[plan.Subject]) -> dict[str, list[plan.Subject]]:
+    """A batch split by bank, in batch order."""
+    out: dict[str, list[plan.Subject]] = {}
+    for s in subjects:
+        out.setdefault(s.source.get("bank") or "default", []).append(s)
+    return out
 
 
 @dataclass
@@ -171,7 +182,7 @@ class EnrichmentWorker:
         room = min(SCAN_MAX, self._queue.maxsize - self._queue.qsize())
         if room <= 0:
             return 0
-        body = {"size": room, "_source": False, "query": plan.pending_query(self.memories.bank), "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
+        body = {"size": room, "_source": False, "query": plan.pending_query(None), "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
         hits = self.memories.search(body)["hits"]["hits"]
         with self._lock:
             fresh = [h["_id"] for h in hits if h["_id"] not in self._pending and h["_id"] not in self._inflight]
@@ -238,9 +249,10 @@ class EnrichmentWorker:
         if not todo:
             return
         entities = {s.id: extract_entities(s.source.get("content") or "", self.gazetteer) for s in todo}
-        similar = self._similar(todo)
-        with self._sequence_lock:
-            self._commit(todo, by_id, entities, similar)
+        for bank, group in by_bank(todo).items():
+            similar = self._similar(group)
+            with self._sequence_lock:
+                self._commit(group, by_id, entities, similar, bank)
 
     def read(self, ids: Sequence[str]) -> dict[str, plan.Subject]:
         found = self._read(ids)
@@ -252,7 +264,7 @@ class EnrichmentWorker:
     def _read(self, ids: Sequence[str]) -> dict[str, plan.Subject]:
         if not ids:
             return {}
-        hits = self.memories.search(plan.read_body(self.memories.bank, ids, VECTOR_SCRIPT))["hits"]["hits"]
+        hits = self.memories.search(plan.read_body(None, ids, VECTOR_SCRIPT))["hits"]["hits"]
         out = {}
         for h in hits:
             values = h.get("fields", {}).get("embedding") or [None]
@@ -261,17 +273,17 @@ class EnrichmentWorker:
         return out
 
     def _similar(self, subjects: Sequence[plan.Subject]) -> dict[str, list[dict]]:
+        """kNN neighbours of each memory among its own bank's."""
         limit = self.settings.enrichment_similarity_limit
         with_vectors = [s for s in subjects if s.vector]
         if not limit or not with_vectors:
             return {}
-        bodies = [plan.knn_body(self.memories.bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
+        bodies = [plan.knn_body(s.source.get("bank") or self.memories.bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
         responses = self.memories.msearch(bodies)
         threshold = self.settings.enrichment_similarity_threshold
         return {s.id: plan.similar_edges(s.id, r["hits"]["hits"], threshold, limit) for s, r in zip(with_vectors, responses)}
 
-    def _neighbours(self, subjects: Sequence[plan.Subject], exclude: Sequence[str]) -> tuple[dict, dict]:
-        bank = self.memories.bank
+    def _neighbours(self, subjects: Sequence[plan.Subject], exclude: Sequence[str], bank: str) -> tuple[dict, dict]:
         placed = [s for s in subjects if s.timestamp]
         bodies = []
         for s in placed:
@@ -286,12 +298,13 @@ class EnrichmentWorker:
                 side[s.id] = plan.Member(hits[0]["_id"], s.scope, hits[0]["_source"].get("timestamp")) if hits else None
         return before, after
 
-    def _commit(self, subjects: list[plan.Subject], jobs: dict[str, _Job], entities: dict, similar: dict) -> None:
+    def _commit(self, subjects: list[plan.Subject], jobs: dict[str, _Job], entities: dict, similar: dict, bank: str) -> None:
         if self._dirty:
             self.memories.refresh_now()  # the previous batch's scopes must be visible to this one
             self._dirty = False
+        memories = self.memories.for_bank(bank)
         ids = [s.id for s in subjects]
-        before, after = self._neighbours(subjects, ids)
+        before, after = self._neighbours(subjects, ids, bank)
         members = [plan.Member(s.id, s.scope, s.timestamp) for s in subjects if s.timestamp]
         links, repoint = plan.plan_sequences(members, before, after)
         preceded = dict(links)
@@ -309,7 +322,7 @@ class EnrichmentWorker:
                     doc["embedding"] = s.vector
                 actions.append({"_op_type": "index", "_index": self.memories.alias, "_id": s.id, "_source": doc,
                                 "if_seq_no": s.seq_no, "if_primary_term": s.primary_term})
-            errors = self.memories.bulk(actions, "store enrichment", refresh="false")
+            errors = memories.bulk(actions, "store enrichment", refresh="false")
             self._dirty = True
             conflicted = []
             for s, error in zip(pending, errors):
@@ -322,7 +335,7 @@ class EnrichmentWorker:
             pending = self._replan(conflicted, jobs) if conflicted else []
         for s in pending:  # still conflicting after every round: try again later
             self._retry(jobs[s.id], "the memory kept changing while it was enriched")
-        self._write_edges(subjects, committed, similar, links, repoint)
+        self._write_edges(subjects, committed, similar, links, repoint, self.edges.for_bank(bank))
         for s in committed.values():
             found = entities[s.id]
             with self._lock:
@@ -356,7 +369,7 @@ class EnrichmentWorker:
                 self._requeue(_Job(s.id, 0, job.forced))
         return again
 
-    def _write_edges(self, subjects, committed, similar, links, repoint) -> None:
+    def _write_edges(self, subjects, committed, similar, links, repoint, edges: EdgeStore) -> None:
         if not committed:
             return
         rerun = [s.id for s in committed.values() if s.enrichment.get("enriched_at")]
@@ -365,9 +378,9 @@ class EnrichmentWorker:
         repointed = [r for r in repoint if any(a == r for a, _ in keep_links)]
         stale = plan.stale_edges_query(rerun, rerun + repointed)
         if stale is not None:
-            self.edges.delete_matching(stale)
-        edges = [e for mid in committed for e in similar.get(mid, ())] + plan.preceded_edges(keep_links)
-        errors = self.edges.upsert_many(edges, _now())
+            edges.delete_matching(stale)
+        written = [e for mid in committed for e in similar.get(mid, ())] + plan.preceded_edges(keep_links)
+        errors = edges.upsert_many(written, _now())
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"{len(failed)} enrichment edges failed: {failed[0]}")
@@ -375,9 +388,19 @@ class EnrichmentWorker:
     def _note_seen(self, subject: plan.Subject) -> None:
         """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every
         restart would pick it up again."""
-        self.memories.bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
+        self._in_bank(subject.source).bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
                              "doc": {"enrichment": {"source_updated_at": subject.source.get("updated_at")}}}],
                            "record enrichment", refresh="false")
+
+    def _in_bank(self, source: dict) -> MemoryStore:
+        """The worker's store on the memory's own bank: updates carry the vector of that bank's memory."""
+        return self.memories.for_bank(source.get("bank") or self.memories.bank)
+
+    def _banks_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """id -> bank of the stored memories among `ids`."""
+        body = {"size": len(ids), "_source": ["bank"], "query": {"ids": {"values": list(ids)}}}
+        hits = self.memories.search(body)["hits"]["hits"] if ids else []
+        return {h["_id"]: h["_source"].get("bank") or self.memories.bank for h in hits}
 
     # --- outcomes -------------------------------------------------------------------------------
     def _complete(self, job: _Job, *, skipped: bool) -> None:
@@ -410,10 +433,11 @@ class EnrichmentWorker:
         self.on_event("enrichment.failed", {"memory_id": job.memory_id, "error": error[:100], "attempt": attempts,
                                             "elapsed_ms": elapsed, "will_retry": will_retry})
         try:  # the state is recorded on the memory, so a restart knows too
-            current = self.memories.get(job.memory_id)
+            found = self._read([job.memory_id]).get(job.memory_id)
+            current = found.source if found is not None else None
             if current is not None:
                 state = plan.failure_state(current.get("enrichment"), attempts=attempts, error=error, now=now, final=not will_retry)
-                self.memories.bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
+                self._in_bank(current).bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
                                    "record enrichment failure", refresh="false")
         except Exception:  # noqa: BLE001 - the engine may be what failed; the memory stays pending
             log.warning("could not record the enrichment failure of %s", job.memory_id, exc_info=True)
@@ -434,9 +458,12 @@ class EnrichmentWorker:
     # --- reporting ------------------------------------------------------------------------------
     def mark_pending(self, ids: Sequence[str]) -> None:
         """POST /enrichment/reprocess: record the request on the memories (a restart keeps it)."""
-        actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": {"enrichment": {"status": plan.STATUS_PENDING, "forced": True}}}
-                   for mid in ids]
-        errors = self.memories.bulk(actions, "mark for enrichment", refresh="false")
+        banks = self._banks_of(ids)
+        errors = []
+        for bank in sorted(set(banks.values())):
+            actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": {"enrichment": {"status": plan.STATUS_PENDING, "forced": True}}}
+                       for mid in ids if banks.get(mid) == bank]
+            errors += self.memories.for_bank(bank).bulk(actions, "mark for enrichment", refresh="false")
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"marking {len(failed)} memories for enrichment failed: {failed[0]}")
@@ -454,11 +481,12 @@ class EnrichmentWorker:
                       "cancelled": stats.cancelled, "dropped": stats.dropped}
         return {"queue_size": self._queue.qsize(), "queue_capacity": self._queue.maxsize, "inflight": inflight, **totals}
 
-    def status(self) -> dict[str, Any]:
+    def status(self, bank: str | None = None) -> dict[str, Any]:
+        """The worker's state; `stored` counts the memories of `bank` (the default bank when None)."""
         with self._lock:
             pending, inflight = len(self._pending), len(self._inflight)
             stats = self.stats.to_dict()
-        resp = self.memories.search(plan.status_counts_body(self.memories.bank))
+        resp = self.memories.search(plan.status_counts_body(bank or self.memories.bank))
         buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
         counts = classification_counts()
         return {

@@ -24,7 +24,7 @@ from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.graph import current_state as state
-from service.recall import placement, queries as Q, retrieval, shaping
+from service.recall import placement, queries as Q, retrieval, shaping, tag_groups
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
 from service.recall.request import RecallRequest
@@ -135,6 +135,7 @@ class RecallService:
         if req.bank != self.store.bank:
             return self.for_bank(req.bank).recall(req, now, defer)
         started, timings = time.perf_counter(), Timings()
+        req = self.resolve_tags(req)
         profile = context_profile(req)
         queries = query_list(req)
         per_query = (req.per_query_limit or req.limit) if len(queries) > 1 else req.limit
@@ -146,16 +147,19 @@ class RecallService:
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
         timings.lap("state")
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
+        if req.prefer_observations:
+            ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
         page = ordered[: req.limit]
         timings.lap("rank")
         expansion = self.expand(req, page, pool, outcomes[0], now)
-        returned = page + expansion.results
+        returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
         timings.lap("expand")
         results = [
             shaping.shape_result(
                 s, pool.source(s.candidate.id), temporal_weight=self.weights.temporal, outside_scope=s.candidate.id in pool.fallback_ids,
                 deduped=deduped_from.get(s.candidate.id), graph=pool.extras.get(s.candidate.id),
+                arms=arms_of(s, pool) if req.detail else None,
             )
             for s in returned
         ]
@@ -176,6 +180,13 @@ class RecallService:
         body["query_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return body
 
+    def resolve_tags(self, req: RecallRequest) -> RecallRequest:
+        """Fuzzy tag-group leaves become the bank's similar tags (one aggregation request)."""
+        if not tag_groups.has_fuzzy(req.tag_groups):
+            return req
+        bank_tags = tag_groups.parse_bank_tags(self.store.search(tag_groups.bank_tags_body(req.bank)))
+        return replace(req, tag_groups=tuple(tag_groups.resolve_fuzzy(g, bank_tags) for g in req.tag_groups))
+
     # --- one query ------------------------------------------------------------------------------
     def run_query(self, req: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings, profile: ContextProfile | None) -> QueryOutcome:
         text = query if query and query != "*" else None
@@ -195,6 +206,7 @@ class RecallService:
         scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
         ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
+        ranked = placement.window_boost(ranked, {mid for mid, h in retrieved.hits.items() if "temporal" in h.arms}, self.weights.temporal)
         placed = placement.place(
             ranked, fallback_ids=retrieved.fallback_ids,
             anchor_only={mid for mid, h in retrieved.hits.items() if h.only_anchor},
@@ -220,7 +232,7 @@ class RecallService:
     ) -> ScoringRequest:
         idf = retrieved.idf(keywords) if retrieved.counts else {}
         return ScoringRequest(
-            query=text or "", keywords=tuple(keywords), now=now, profile=req.scoring_profile,
+            query=text or "", keywords=tuple(keywords), now=req.query_time or now, profile=req.scoring_profile,
             keyword_mode=self.settings.search_keyword_mode, idf=idf,
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
@@ -302,6 +314,19 @@ class RecallService:
         seen = {s.candidate.id: pool.hits[s.candidate.id].source.get("last_accessed") if s.candidate.id in pool.hits else None
                 for s in page if s.candidate.id not in pool.fallback_ids}
         (defer or _call_now)(self.store.touch, seen, now)
+
+
+def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:
+    """The arms that surfaced a result; `graph` for what expansion added, `state` for a chain head."""
+    mid = s.candidate.id
+    if mid in pool.hits:
+        return sorted(pool.hits[mid].arms)
+    return ["state"] if s.candidate.match_type == state.STATE_REPLACEMENT else ["graph"]
+
+
+def observation_members(ranked: Sequence[ScoredCandidate], pool: Pool) -> dict[str, list[str]]:
+    """Observation (MetaPattern) id -> the memories consolidation summarised in it."""
+    return {s.candidate.id: Q.observation_sources(pool.source(s.candidate.id)) for s in ranked if s.candidate.type == Q.OBSERVATION_TYPE}
 
 
 def context_profile(req: RecallRequest) -> ContextProfile | None:

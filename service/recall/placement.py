@@ -7,12 +7,12 @@ when no result matches the context profile; priority ids go first; then the scor
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from scoring.context import ContextProfile, matches_profile
 from scoring.floors import apply_score_filter, recency_bias
-from scoring.rerank import ScoredCandidate
+from scoring.rerank import ScoredCandidate, sort_scored
 
 
 def priority_first(items: Sequence[ScoredCandidate], ids: Collection[str]) -> list[ScoredCandidate]:
@@ -96,3 +96,41 @@ def suppress(items: Sequence[ScoredCandidate], ids: Collection[str], limit: int)
         elif len(kept) < limit:
             suppressed += 1
     return kept, suppressed
+
+
+def final_floor(items: Sequence[ScoredCandidate], floor: float | None) -> list[ScoredCandidate]:
+    """Hindsight's min_scores.final: a post-filter on every returned result (inclusive)."""
+    return list(items) if floor is None else [s for s in items if s.final_score >= floor]
+
+
+# prefer_observations rounds: each round can only remove memories, so this bounds a pathological chain.
+MAX_PREFER_ROUNDS = 10
+
+
+def prefer_observations(items: Sequence[ScoredCandidate], members: Mapping[str, Collection[str]], limit: int) -> list[ScoredCandidate]:
+    """Drop every raw memory that an observation on the page (the first `limit`) was consolidated
+    from, so the next results move up; `members` maps observation ids to their source memory ids.
+    Repeated until the page is stable (a moved-up observation can drop more)."""
+    kept = list(items)
+    for _ in range(MAX_PREFER_ROUNDS):
+        covered = {m for s in kept[:limit] for m in members.get(s.candidate.id, ())}
+        dropped = [s for s in kept if s.candidate.id in covered and s.candidate.id not in members]
+        if not dropped:
+            break
+        gone = {s.candidate.id for s in dropped}
+        kept = [s for s in kept if s.candidate.id not in gone]
+    return kept
+
+
+def window_boost(items: Sequence[ScoredCandidate], dated: Collection[str], weight: float) -> list[ScoredCandidate]:
+    """spec 001 "Temporal Alignment": memories the temporal arm surfaced (dated inside the request's
+    window) gain `weight` (SEARCH_WEIGHT_TEMPORAL), reported as the `temporal_window` component;
+    then the list is sorted again. The others are untouched: the window is not a filter."""
+    if not dated or weight == 0:
+        return list(items)
+    out = []
+    for s in items:
+        if s.candidate.id in dated:
+            s = replace(s, final_score=s.final_score + weight, components={**s.components, "temporal_window": weight})
+        out.append(s)
+    return sort_scored(out)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.graph.current_state import active_must_not, candidate_must_not
+from service.recall.tag_groups import groups_clause
 from service.storage.queries import IMPORTANCE_SORT
 from service.tags import hierarchy_key, normalize_tag
 
@@ -26,6 +27,10 @@ _TOKENS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf9
 # k-NN's painless extension; the result is the plain cosine in [-1, 1], or null for a memory stored
 # without a vector (without the guard, one such hit fails its whole arm).
 COSINE_SCRIPT = "if (doc['embedding'].size() == 0) { return null; } return cosineSimilarity(params.query_value, doc['embedding']);"
+# The temporal arm ranks the memories dated in its window by 1 + cosine (script_score wants >= 0).
+TEMPORAL_SCORE_SCRIPT = "if (doc['embedding'].size() == 0) { return 0.0; } return 1.0 + cosineSimilarity(params.query_value, doc['embedding']);"
+# Consolidation's cluster summaries are Hindsight's observations.
+OBSERVATION_TYPE = "MetaPattern"
 
 
 @dataclass(frozen=True)
@@ -158,17 +163,54 @@ def lexical_text(query: str) -> str:
     return " ".join(kept)
 
 
+def fact_type_clause(types: Sequence[str]) -> dict | None:
+    """Hindsight's fact types. A memory stored through retain carries `fact_type`; one stored through
+    AutoMem carries none and counts as `world`; consolidation's MetaPattern summaries are the
+    `observation`s. None when every type (or none) is asked for."""
+    wanted = set(types)
+    if not wanted or wanted >= {"world", "experience", "observation"}:
+        return None
+    should: list[dict] = []
+    if "world" in wanted:
+        should.append({"term": {"fact_type": "world"}})
+        should.append({"bool": {"must_not": [{"exists": {"field": "fact_type"}}, {"term": {"type": OBSERVATION_TYPE}}]}})
+    if "experience" in wanted:
+        should.append({"term": {"fact_type": "experience"}})
+    if "observation" in wanted:
+        should.append({"term": {"type": OBSERVATION_TYPE}})
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+def observation_sources(source: dict) -> list[str]:
+    """The memories a MetaPattern summarises (consolidation writes them into its metadata)."""
+    if source.get("type") != OBSERVATION_TYPE:
+        return []
+    meta = source.get("metadata") or {}
+    consolidation = meta.get("consolidation") if isinstance(meta, dict) else None
+    members = consolidation.get("member_ids") if isinstance(consolidation, dict) else None
+    return [str(m) for m in members] if isinstance(members, list) else []
+
+
+def effective_excluded_types(excluded_types: Sequence[str], fact_types: Sequence[str]) -> tuple[str, ...]:
+    """RECALL_EXCLUDED_TYPES, less MetaPattern when observations are asked for."""
+    if fact_types and "observation" not in fact_types:
+        return tuple(excluded_types)
+    return tuple(t for t in excluded_types if not (fact_types and t == OBSERVATION_TYPE))
+
+
 def recall_filter(req, at: datetime, excluded_types: Sequence[str]) -> RecallFilter:
     """The filter every arm of `req` shares. In current mode not-yet-valid and expired memories never
     reach a page (graph.current_state); superseded ones do, so their chain's head can take their place.
-    state_debug moves the validity rules to Python so each suppression is named."""
+    state_debug moves the validity rules to Python so each suppression is named. Tag groups and fact
+    types are hard filters (`extra`): graph expansion and chain heads obey them too."""
     must_not = tuple(candidate_must_not(at, in_python=req.state_debug)) if req.state_mode == "current" else ()
+    extra = tuple(c for c in (groups_clause(req.tag_groups), fact_type_clause(req.fact_types)) if c is not None)
     return RecallFilter(
         bank=req.bank, tags=tuple(req.tags), tag_mode=req.tag_mode, tag_match=req.tag_match, exclude_tags=tuple(req.exclude_tags),
         start=req.window.start if req.window else None, end=req.window.end if req.window else None,
-        excluded_types=tuple(excluded_types), extra_must_not=must_not, window_facets=req.window_facets,
-        who=req.who, project=req.project, pinned=req.pinned, types=tuple(req.types), importance_min=req.importance_min,
-        since=req.since, until=req.until,
+        excluded_types=effective_excluded_types(excluded_types, req.fact_types), extra=extra, extra_must_not=must_not,
+        window_facets=req.window_facets, who=req.who, project=req.project, pinned=req.pinned, types=tuple(req.types),
+        importance_min=req.importance_min, since=req.since, until=req.until,
     )
 
 
@@ -280,6 +322,32 @@ def trending_arm(size: int, flt: dict, sort: str) -> dict:
     """No query (or `*`): high-importance memories, ordered per `sort` (importance first for `score`)."""
     order = SORTS.get(sort, IMPORTANCE_SORT)
     return {"size": size, "_source": SOURCE, "query": flt, "sort": order if order is IMPORTANCE_SORT else order + [{"id": "asc"}]}
+
+
+def with_min_score(arm: dict, score: float | None) -> dict:
+    """The arm, keeping only hits scoring at least `score` (the engine's top-level min_score)."""
+    return arm if score is None else {**arm, "min_score": score}
+
+
+def knn_min_score(cosine: float | None) -> float | None:
+    """A cosine floor as the kNN hit score it corresponds to: Lucene's cosinesimil scores (1 + cos) / 2."""
+    return None if cosine is None else (1.0 + cosine) / 2.0
+
+
+def temporal_arm(start: datetime | None, end: datetime | None, size: int, flt: dict, vector: Sequence[float] | None) -> dict:
+    """Memories dated inside [start, end] (both inclusive; either may be open) that pass the shared
+    filter: by cosine to the query when there is a vector, else newest first. A candidate source,
+    never a filter on the others."""
+    rng: dict = {}
+    if start is not None:
+        rng["gte"] = start.isoformat()
+    if end is not None:
+        rng["lte"] = end.isoformat()
+    dated = {"bool": {"filter": [flt, {"range": {"timestamp": rng}}]}}
+    if vector is None:
+        return {"size": size, "_source": SOURCE, "query": dated, "sort": [{"timestamp": {"order": "desc"}}, {"id": "asc"}]}
+    scored = {"script_score": {"query": dated, "script": {"source": TEMPORAL_SCORE_SCRIPT, "params": {"query_value": list(vector)}}}}
+    return with_cosine({"size": size, "_source": SOURCE, "query": scored}, vector)
 
 
 def ids_arm(ids: Sequence[str], flt: dict) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from service.recall.tag_groups import Group
 from service.timeparse import TimeWindow
 
 SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
@@ -18,6 +19,7 @@ TAG_MATCHES = ("prefix", "exact")
 STATE_MODES = ("current", "history")
 RECENCY_BIAS = ("off", "on", "auto")
 PROFILES = ("engram", "automem")
+FACT_TYPES = ("world", "experience", "observation")
 
 
 @dataclass
@@ -74,6 +76,25 @@ class RecallRequest:
     suppress_ids: frozenset[str] = frozenset()
     # Request problems that are not errors (unknown parameters), echoed as the response's `warnings`.
     warnings: list[str] = field(default_factory=list)
+    # --- what other surfaces express (Hindsight, spec 002); the defaults leave AutoMem's recall as it is.
+    # Boolean tag filters, AND-ed; a hard filter on every arm and on graph expansion (visibility scopes).
+    tag_groups: tuple[Group, ...] = ()
+    # Hindsight fact types (world / experience / observation); empty: no type filter.
+    fact_types: tuple[str, ...] = ()
+    # Floors inside the vector arm (cosine) and the keyword arm (BM25), and on the final score after
+    # every stage (expansion included); None: no floor.
+    semantic_floor: float | None = None
+    keyword_floor: float | None = None
+    final_floor: float | None = None
+    # A fourth arm: memories dated in this window become candidates (not a filter).
+    temporal_window: TimeWindow | None = None
+    # The instant recency is scored against (Hindsight's query_timestamp); None: now.
+    query_time: datetime | None = None
+    keyword_search: bool = True  # the BM25 and metadata arms (Hindsight's enable_text_search)
+    # Drop raw memories an observation (MetaPattern) on the page summarises; the next ones move up.
+    prefer_observations: bool = False
+    # Each result also carries its whole stored memory and what its arms saw (`retrieval`).
+    detail: bool = False
 
     def __post_init__(self) -> None:
         if self.window and not (self.query or self.queries or self.embedding) and not self.sort_given:

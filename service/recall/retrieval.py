@@ -31,7 +31,7 @@ DF_PREFIX = "df:"
 # the same arms restricted to them ("seen:vector", ...) bring them in to be scored and counted.
 SEEN_PREFIX = "seen:"
 # Arms that only contribute when nothing else does (ordering of match types, first wins).
-MATCH_ORDER = ("vector", "keyword", "metadata", "priority", "trending", "anchor", "fallback")
+MATCH_ORDER = ("vector", "keyword", "metadata", "temporal", "priority", "trending", "anchor", "fallback")
 
 
 @dataclass
@@ -114,19 +114,23 @@ def plan_arms(
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
 ) -> list[tuple[str, dict]]:
     flt = Q.filter_clauses(flt_spec)
-    scoped = bool(req.tags)
+    scoped = bool(req.tags or req.tag_groups)
     arms: list[tuple[str, dict]] = []
     k = fetch_k(limit, scoped, options.overfetch, options.fetch_cap)
     seen = sorted(req.suppress_ids)
+    # Session dedupe: the main arms leave already-recalled memories out; `seen:` twins fetch just them.
     for prefix, arm_flt in [("", Q.excluding_ids(flt, seen) if seen else flt)] + ([(SEEN_PREFIX, Q.only_ids(flt, seen))] if seen else []):
         if vector is not None:
-            arms.append((f"{prefix}vector", Q.knn_arm(vector, k, arm_flt)))
-        if text and lexical:
-            arms.append((f"{prefix}keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt), vector)))
+            arms.append((f"{prefix}vector", Q.with_min_score(Q.knn_arm(vector, k, arm_flt), Q.knn_min_score(req.semantic_floor))))
+        if text and lexical and req.keyword_search:
+            keyword = Q.with_min_score(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt), req.keyword_floor)
+            arms.append((f"{prefix}keyword", Q.with_cosine(keyword, vector)))
         if vector is None and not text:
             arms.append((f"{prefix}trending", Q.trending_arm(max(limit, 1), arm_flt, req.sort)))
-    if text and lexical and options.metadata_search:
+    if text and lexical and req.keyword_search and options.metadata_search:
         arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
+    if req.temporal_window is not None and (req.temporal_window.start or req.temporal_window.end):
+        arms.append(("temporal", Q.temporal_arm(req.temporal_window.start, req.temporal_window.end, max(limit, 1), flt, vector)))
     if req.priority_ids:
         arms.append(("priority", Q.with_cosine(Q.ids_arm(req.priority_ids, flt), vector)))
     if profile is not None and profile.require_injection:

@@ -24,11 +24,28 @@ def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
+# Stored fields never returned, even in detail (vectors; the derived lookup fields).
+HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms")
+
+
+def retrieval_detail(s: ScoredCandidate, arms: Sequence[str]) -> dict:
+    """What the arms saw of one result: which surfaced it, its cosine if the vector arm did, its BM25
+    if the keyword arm did (other surfaces report per-arm scores)."""
+    c = s.candidate
+    return {
+        "arms": sorted(arms),
+        "semantic": round(float(c.vector_cosine), 6) if c.in_vector_arm and c.vector_cosine is not None else None,
+        "keyword": round(float(c.bm25), 6) if c.in_keyword_arm and c.bm25 is not None else None,
+    }
+
+
 def shape_result(
     s: ScoredCandidate, source: Mapping[str, Any], *, temporal_weight: float, outside_scope: bool = False,
-    deduped: Sequence[str] | None = None, graph: Mapping[str, Any] | None = None,
+    deduped: Sequence[str] | None = None, graph: Mapping[str, Any] | None = None, arms: Sequence[str] | None = None,
 ) -> dict:
-    """One result. `graph` holds what the graph stages add: relations, state_replaces, expanded_from_entity."""
+    """One result. `graph` holds what the graph stages add: relations, state_replaces, expanded_from_entity.
+    With `arms` (RecallRequest.detail), `memory` is the whole stored memory and `retrieval` says what
+    the arms saw."""
     c = s.candidate
     extra = graph or {}
     components = {k: _round(v) for k, v in s.components.items()}
@@ -54,6 +71,9 @@ def shape_result(
     for key in ("state_replaces", "expanded_from_entity"):
         if key in extra:
             out[key] = extra[key]
+    if arms is not None:
+        out["memory"] = {k: v for k, v in source.items() if k not in HIDDEN_FIELDS}
+        out["retrieval"] = retrieval_detail(s, arms)
     return out
 
 

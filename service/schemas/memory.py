@@ -80,6 +80,11 @@ class MemoryCreate(MemoryFields):
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
 
+    def surface_fields(self) -> dict[str, Any]:
+        """Stored fields another API surface adds to the memory (Hindsight's fact_type, document_id,
+        ...: see service/api/hindsight/retain.py); AutoMem's own writes add none."""
+        return {}
+
 
 class MemoryUpdate(MemoryFields):
     content: str | None = None

@@ -29,5 +29,5 @@ def live_app(engine_url: str, embedder, os_client, **overrides) -> Iterator[tupl
             yield app, url
     finally:
         os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-        for name in ("memories", "edges", "consolidation"):
+        for name in ("memories", "edges", "consolidation", "banks"):
             os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])

@@ -126,3 +126,43 @@ def test_suppressed_memories_are_fetched_apart_and_scored_alike():
     got = retrieval.parse_responses(arms, responses)
     assert (got.hits["s1"].arms, got.hits["s1"].cosine, got.hits["s1"].bm25) == ({"vector", "keyword"}, pytest.approx(0.9), 4.0)
     assert got.pool_size == 1  # the main vector arm's pool only
+
+
+def test_final_floor_is_inclusive_and_optional():
+    items = [sc("a", 0.9), sc("b", 0.5), sc("c", 0.49)]
+    assert ids(placement.final_floor(items, 0.5)) == ["a", "b"]
+    assert ids(placement.final_floor(items, None)) == ["a", "b", "c"]
+
+
+def test_prefer_observations_drops_summarised_memories_and_backfills():
+    items = [sc("obs", 0.9, type_="MetaPattern"), sc("m1", 0.8), sc("x", 0.7), sc("m2", 0.6), sc("y", 0.5), sc("z", 0.4)]
+    out = placement.prefer_observations(items, {"obs": ["m1", "m2"]}, limit=3)
+    assert ids(out) == ["obs", "x", "y", "z"]  # m1 and m2 went, y moved up to fill the page
+    # an observation below the page does not drop anything
+    assert ids(placement.prefer_observations(items, {"z": ["m1"]}, limit=3)) == ids(items)
+
+
+def test_prefer_observations_repeats_until_the_page_is_stable():
+    # dropping m1 lifts obs2 onto the page, which drops m3
+    items = [sc("obs1", 0.9), sc("m1", 0.8), sc("obs2", 0.7), sc("m3", 0.6), sc("w", 0.5)]
+    out = placement.prefer_observations(items, {"obs1": ["m1"], "obs2": ["m3"]}, limit=2)
+    assert ids(out) == ["obs1", "obs2", "w"]
+
+
+def test_window_boost_adds_the_temporal_weight_and_resorts():
+    items = [sc("a", 0.50), sc("dated", 0.45), sc("b", 0.30)]
+    out = placement.window_boost(items, {"dated"}, 0.1)
+    assert ids(out) == ["dated", "a", "b"]
+    assert out[0].final_score == pytest.approx(0.55) and out[0].components["temporal_window"] == 0.1
+    assert "temporal_window" not in out[1].components and out[1].final_score == 0.50
+    assert placement.window_boost(items, set(), 0.1) == items
+    assert items[1].final_score == 0.45  # nothing mutated
+
+
+def test_temporal_arm_hits_keep_their_cosine_and_match_type():
+    arms = [("temporal", {})]
+    responses = [{"hits": {"hits": [{"_id": "t", "_score": 1.4, "_source": {"content": "c"}, "fields": {"cosine": [0.4]}}]}}]
+    got = retrieval.parse_responses(arms, responses).hits["t"]
+    assert (got.cosine, got.bm25, got.arms) == (0.4, None, {"temporal"})
+    c = got.candidate("vector")
+    assert (c.match_type, c.in_vector_arm, c.vector_cosine) == ("temporal", False, 0.4)

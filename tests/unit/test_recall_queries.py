@@ -222,3 +222,96 @@ def test_recall_filter_carries_the_request_fields():
     f = Q.recall_filter(req, D2, ["MetaPattern"])
     assert (f.who, f.project, f.pinned, f.types, f.importance_min, f.since, f.until, f.window_facets) == ("w", "p", True, ("x",), 0.2, D1, D2, ("valid",))
     assert Q.recall_filter(RecallRequest(bank="b"), D2, []).window_facets is None
+
+
+@pytest.mark.parametrize(
+    ("types", "expected"),
+    [
+        ((), None),
+        (("world", "experience", "observation"), None),
+        (("experience",), {"bool": {"should": [{"term": {"fact_type": "experience"}}], "minimum_should_match": 1}}),
+        (("observation",), {"bool": {"should": [{"term": {"type": "MetaPattern"}}], "minimum_should_match": 1}}),
+        (("world",), {"bool": {"should": [
+            {"term": {"fact_type": "world"}},
+            # a memory stored through AutoMem (no fact_type) that is not a MetaPattern counts as world
+            {"bool": {"must_not": [{"exists": {"field": "fact_type"}}, {"term": {"type": "MetaPattern"}}]}},
+        ], "minimum_should_match": 1}}),
+    ],
+)
+def test_fact_type_clause(types, expected):
+    assert Q.fact_type_clause(types) == expected
+
+
+@pytest.mark.parametrize(
+    ("fact_types", "expected"),
+    [((), ("MetaPattern", "X")), (("world",), ("MetaPattern", "X")), (("world", "observation"), ("X",))],
+)
+def test_observations_lift_the_metapattern_exclusion(fact_types, expected):
+    assert Q.effective_excluded_types(("MetaPattern", "X"), fact_types) == expected
+
+
+def test_recall_filter_puts_tag_groups_and_fact_types_in_the_hard_filter():
+    from service.recall import tag_groups as G
+    from service.recall.request import RecallRequest
+
+    req = RecallRequest(tag_groups=(G.Leaf(("a",), "any_strict"),), fact_types=("experience",), state_mode="history")
+    f = Q.recall_filter(req, datetime(2024, 1, 1, tzinfo=timezone.utc), ("MetaPattern",))
+    assert f.extra == ({"terms": {"tags": ["a"]}}, {"bool": {"should": [{"term": {"fact_type": "experience"}}], "minimum_should_match": 1}})
+    assert f.excluded_types == ("MetaPattern",)
+    # scoped=False (expansion, fallback) lifts AutoMem's tag scope, never a Hindsight tag group
+    assert {"terms": {"tags": ["a"]}} in Q.filter_clauses(f, scoped=False)["bool"]["filter"]
+    plain = Q.recall_filter(RecallRequest(state_mode="history"), datetime(2024, 1, 1, tzinfo=timezone.utc), ("MetaPattern",))
+    assert plain.extra == ()
+
+
+@pytest.mark.parametrize(("cosine", "expected"), [(None, None), (0.5, 0.75), (-1.0, 0.0), (1.0, 1.0)])
+def test_knn_min_score(cosine, expected):
+    assert Q.knn_min_score(cosine) == expected
+
+
+def test_with_min_score():
+    arm = {"size": 3, "query": {"match_all": {}}}
+    assert Q.with_min_score(arm, None) is arm
+    assert Q.with_min_score(arm, 1.5) == {"size": 3, "query": {"match_all": {}}, "min_score": 1.5}
+
+
+def test_temporal_arm():
+    flt = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
+    start, end = datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1, tzinfo=timezone.utc)
+    dated = {"bool": {"filter": [flt, {"range": {"timestamp": {"gte": "2024-01-01T00:00:00+00:00", "lte": "2024-02-01T00:00:00+00:00"}}}]}}
+    assert Q.temporal_arm(start, end, 10, flt, None) == {
+        "size": 10, "_source": Q.SOURCE, "query": dated, "sort": [{"timestamp": {"order": "desc"}}, {"id": "asc"}],
+    }
+    body = Q.temporal_arm(start, end, 10, flt, [0.1, 0.2])
+    assert body["query"] == {"script_score": {"query": dated, "script": {"source": Q.TEMPORAL_SCORE_SCRIPT, "params": {"query_value": [0.1, 0.2]}}}}
+    assert body["script_fields"] == Q.cosine_fields([0.1, 0.2])
+    assert Q.temporal_arm(None, end, 5, flt, None)["query"]["bool"]["filter"][1] == {"range": {"timestamp": {"lte": "2024-02-01T00:00:00+00:00"}}}
+
+
+def test_observation_sources():
+    meta = {"type": "MetaPattern", "metadata": {"consolidation": {"member_ids": ["a", "b"]}}}
+    assert Q.observation_sources(meta) == ["a", "b"]
+    assert Q.observation_sources({"type": "Context", "metadata": {"consolidation": {"member_ids": ["a"]}}}) == []
+    assert Q.observation_sources({"type": "MetaPattern", "metadata": {"consolidation": "x"}}) == []
+
+
+def test_plan_arms_floors_the_vector_and_keyword_arms_and_adds_the_temporal_arm():
+    from service.recall import retrieval
+    from service.recall import tag_groups as G
+    from service.recall.request import RecallRequest
+    from service.timeparse import TimeWindow
+
+    opts = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
+    window = TimeWindow(datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1, tzinfo=timezone.utc))
+    req = RecallRequest(query="red car", limit=10, semantic_floor=0.4, keyword_floor=2.0, temporal_window=window,
+                        tag_groups=(G.Leaf(("a",)),), state_mode="history")
+    flt = Q.recall_filter(req, datetime(2024, 3, 1, tzinfo=timezone.utc), ())
+    arms = dict(retrieval.plan_arms(req, flt, text="red car", lexical="red car", keywords=["red", "car"], vector=[0.1], limit=10, profile=None, options=opts))
+    assert list(arms) == ["vector", "keyword", "metadata", "temporal"]
+    assert arms["vector"]["min_score"] == pytest.approx(0.7) and arms["vector"]["size"] == 80  # tag groups widen the pool
+    assert arms["keyword"]["min_score"] == 2.0
+    assert "min_score" not in arms["metadata"] and "min_score" not in arms["temporal"]
+    no_text = RecallRequest(query="red car", keyword_search=False, state_mode="history")
+    arms = dict(retrieval.plan_arms(no_text, Q.recall_filter(no_text, datetime(2024, 3, 1, tzinfo=timezone.utc), ()), text="red car", lexical="red car",
+                                    keywords=["red"], vector=[0.1], limit=5, profile=None, options=opts))
+    assert list(arms) == ["vector"]  # enable_text_search false: no keyword and metadata arms

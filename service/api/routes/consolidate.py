@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Body, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.deps import ApiAuth
+from service.api.deps import ApiAuth, ReadScope, WriteScope
 from service.errors import EngineUnavailable
 from service.schemas.errors import ERROR_RESPONSES
 
@@ -24,16 +24,16 @@ class ConsolidateRequest(BaseModel):
 
 
 @router.post("/consolidate")
-def consolidate(request: Request, req: ConsolidateRequest | None = Body(None)) -> dict:
-    """Run one consolidation mode now; the result lists what changed (or, dry, what would change)."""
+def consolidate(request: Request, scope: WriteScope, req: ConsolidateRequest | None = Body(None)) -> dict:
+    """Run one consolidation mode now on the request's bank; the result lists what changed (or, dry, what would change)."""
     req = req or ConsolidateRequest()
-    result = request.app.state.consolidation.run(req.mode, req.dry_run)
+    result = request.app.state.consolidation.run(req.mode, req.dry_run, bank=scope.bank)
     if not result.get("success"):
         raise EngineUnavailable(f"consolidation {req.mode} failed: {result.get('error')}", extra={"consolidation": result})
     return {"status": "success", "consolidation": result}
 
 
 @router.get("/consolidate/status")
-def consolidation_status(request: Request) -> dict:
-    """When each task runs next, the recent runs (newest first) and the scheduler thread's state."""
-    return request.app.state.consolidation.status()
+def consolidation_status(request: Request, scope: ReadScope) -> dict:
+    """The request's bank: when each task runs next, the recent runs (newest first), and the scheduler thread's state."""
+    return request.app.state.consolidation.status(scope.bank)

@@ -1,0 +1,123 @@
+"""Hindsight's recall request -> the one internal RecallRequest (service/recall/request.py).
+
+The pipeline is AutoMem's; this module only translates:
+- `budget` is candidate depth and graph expansion (BUDGETS; the token cut `max_tokens` comes after);
+- `tags` + `tags_match` become one tag-group leaf, AND-ed with `tag_groups`;
+- `types` (all three when omitted, spec 002) is the fact-type filter;
+- `min_scores.semantic` / `.keyword` floor their own arm, `.final` is the post-filter; a `reranker`
+  floor is refused (no reranker runs here);
+- `temporal_window` (else a date phrase found in the query, relative to `query_timestamp`) feeds
+  the temporal arm; `query_timestamp` is also the instant recency is scored against;
+- the bank's profile switches off arms (enable_text_search, enable_temporal_retrieval,
+  enable_graph_retrieval).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from service.api.hindsight import models as M
+from service.bank_registry import Bank
+from service.errors import BadRequest
+from service.recall import tag_groups as G
+from service.recall.request import FACT_TYPES, RecallRequest
+from service.timeparse import TimeWindow, parse_iso_datetime, parse_time_expression
+from service.validation import check_text
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a Hindsight budget means here. `limit`: ranked results before the token cut (the vector
+    arm fetches max(limit, min(4 x limit, 200)) candidates, twice that in a tag scope; the keyword arm
+    at least 50); `relations` / `entities`: graph expansion after the ranked page."""
+
+    limit: int
+    relations: bool
+    entities: bool
+
+
+BUDGETS = {
+    "low": Budget(limit=10, relations=False, entities=False),
+    "mid": Budget(limit=30, relations=True, entities=False),
+    "high": Budget(limit=100, relations=True, entities=True),
+}
+# Date phrases looked for in the query: runs of up to this many words (timeparse's vocabulary).
+MAX_PHRASE_WORDS = 6
+_WORD = re.compile(r"[\w:\-./]+")
+
+
+def window_in_query(query: str, anchor: datetime) -> TimeWindow | None:
+    """The longest date phrase in the query ("last week", "yesterday", "last 30 days", a date),
+    relative to `anchor`, as the temporal arm's window; None when there is none."""
+    words = _WORD.findall(query.lower())[:200]
+    for size in range(min(MAX_PHRASE_WORDS, len(words)), 0, -1):
+        for i in range(len(words) - size + 1):
+            found = parse_time_expression(" ".join(words[i : i + size]), anchor)
+            if found is not None and (found.start or found.end):
+                return found
+    return None
+
+
+def leaf_of(g) -> G.Group:
+    if isinstance(g, M.TagGroupLeaf):
+        return G.Leaf(tuple(g.tags), g.match, g.resolve)
+    if isinstance(g, M.TagGroupAnd):
+        return G.And(tuple(leaf_of(c) for c in g.and_))
+    if isinstance(g, M.TagGroupOr):
+        return G.Or(tuple(leaf_of(c) for c in g.or_))
+    return G.Not(leaf_of(g.not_))
+
+
+def groups_of(body: M.RecallBody) -> tuple[G.Group, ...]:
+    groups: list[G.Group] = []
+    if body.tags or body.tags_match == "exact":
+        groups.append(G.Leaf(tuple(body.tags or ()), body.tags_match))
+    groups += [leaf_of(g) for g in body.tag_groups or ()]
+    return tuple(groups)
+
+
+def _check_strings(body: M.RecallBody) -> None:
+    check_text(body.query, "query")
+    for tag in body.tags or ():
+        check_text(tag, "tags[]")
+    for leaf in (lf for g in groups_of(body) for lf in G.leaves(g)):
+        for tag in leaf.tags:
+            check_text(tag, "tag_groups[].tags[]")
+
+
+def query_time(body: M.RecallBody) -> datetime | None:
+    if body.query_timestamp is None:
+        return None
+    try:
+        return parse_iso_datetime(body.query_timestamp)
+    except ValueError as exc:
+        raise BadRequest(f"Invalid query_timestamp format. Expected ISO format (e.g., '2023-05-30T23:40:00'): {exc}") from None
+
+
+def to_request(body: M.RecallBody, settings, *, bank: Bank | None, bank_id: str, now: datetime) -> RecallRequest:
+    _check_strings(body)
+    floors = body.min_scores or M.MinScores()
+    if floors.reranker is not None:
+        raise BadRequest("min_scores.reranker needs a reranker, and none is configured: recall here ranks by its own final score; use min_scores.final")
+    anchor = query_time(body)
+    temporal = bank is None or bank.setting("enable_temporal_retrieval", True)
+    window = None
+    if body.temporal_window is not None:
+        if body.temporal_window.end < body.temporal_window.start:
+            raise BadRequest("temporal_window.end is before temporal_window.start")
+        window = TimeWindow(body.temporal_window.start, body.temporal_window.end, None)
+    elif body.query.strip():
+        window = window_in_query(body.query, anchor or now)
+    graph = bank is None or bank.setting("enable_graph_retrieval", True)
+    budget = BUDGETS[body.budget]
+    return RecallRequest.from_settings(
+        settings, bank=bank_id, query=body.query.strip() or None, limit=budget.limit,
+        expand_relations=budget.relations and graph, expand_entities=budget.entities and graph,
+        tag_groups=groups_of(body), fact_types=tuple(body.types or FACT_TYPES),
+        semantic_floor=floors.semantic, keyword_floor=floors.keyword, final_floor=floors.final,
+        temporal_window=window if temporal else None, query_time=anchor,
+        keyword_search=bank is None or bank.setting("enable_text_search", True),
+        prefer_observations=bool(body.prefer_observations), detail=True,
+    )

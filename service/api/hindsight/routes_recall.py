@@ -1,0 +1,60 @@
+"""POST /v1/default/banks/{bank_id}/memories/recall (spec 002): Hindsight's request becomes the one
+RecallRequest, RecallService.recall runs AutoMem's pipeline, and the answer is reshaped."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, BackgroundTasks, Request, Response
+
+from service.api.hindsight import response as H
+from service.api.hindsight.deps import ReadBank, RegistryDep, TokensDep
+from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightRoute
+from service.api.hindsight.models import RecallBody, RecallResponse
+from service.api.hindsight.request import to_request
+from service.api.responses import dumps
+from service.errors import BadRequest
+from service.stream.emit import EmitDep
+from service.timeparse import utcnow
+
+router = APIRouter(route_class=HindsightRoute, tags=["hindsight: recall"], responses=HINDSIGHT_ERRORS)
+
+
+@router.post(
+    "/v1/default/banks/{bank_id}/memories/recall", response_model=RecallResponse, summary="Recall memory", operation_id="recall_memories",
+)
+def recall(body: RecallBody, scope: ReadBank, request: Request, registry: RegistryDep, tokens: TokensDep, emit: EmitDep,
+           background: BackgroundTasks) -> Response:
+    """Hybrid recall (vector, BM25, metadata and temporal arms in one engine round trip, AutoMem's
+    ranking, graph expansion by budget), cut to `max_tokens` of result text."""
+    started = time.perf_counter()
+    state = request.app.state
+    limit = state.settings.hindsight_max_query_tokens
+    used = tokens.count(body.query)
+    if used > limit:
+        raise BadRequest(f"Query too long: {used} tokens exceeds maximum of {limit}. Please shorten your query.")
+    now = utcnow()
+    req = to_request(body, state.settings, bank=registry.profile(scope.bank), bank_id=scope.bank, now=now)
+    out = state.recall.recall(req, now, defer=background.add_task)
+    results, spent, candidates = H.shaped_results(out, tokens, body.max_tokens)
+    answer: dict = {"results": H.public(results)}
+    include = body.include
+    if include.entities is not None:
+        answer["entities"] = H.entities_block(results, tokens, include.entities.max_tokens)
+    if include.chunks is not None:
+        indices = {r["id"]: r["memory"].get("chunk_index") for r in out["results"]}
+        answer["chunks"] = H.chunks_block(results, tokens, include.chunks.max_tokens, indices.get)
+    if include.source_facts is not None:
+        wanted = [fid for r in results for fid in r.get("source_fact_ids") or ()]
+        facts = state.memories.for_bank(scope.bank).get_many(list(dict.fromkeys(wanted))) if wanted else {}
+        answer["source_facts"], answer["source_facts_truncated"] = H.source_facts_block(
+            results, facts, tokens, include.source_facts.max_tokens, include.source_facts.max_tokens_per_observation,
+        )
+    if body.trace:
+        answer["trace"] = H.trace_block(out, body, req, returned=len(results), candidates=candidates, tokens=spent,
+                                        seconds=time.perf_counter() - started)
+    warnings = H.warnings_of(body)
+    if warnings:
+        answer["warnings"] = warnings
+    emit.recalled(req, {**out, "count": len(results)})
+    return Response(dumps(answer), media_type="application/json", background=background)

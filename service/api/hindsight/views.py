@@ -1,0 +1,143 @@
+"""A stored memory as Hindsight shows it: the one mapping between the two APIs' views (README).
+
+    AutoMem            Hindsight
+    content            text
+    tags               tags (the caller's: tags enrichment derived are not a scope)
+    metadata           metadata (string values as they are, other JSON values JSON-encoded;
+                       `entities` is shown as `entities`, a MetaPattern's `consolidation` as
+                       `source_fact_ids`)
+    timestamp          mentioned_at = occurred_start = occurred_end (null for an 'unset' retain)
+    updated_at         updated_at
+    type MetaPattern   type observation; other memories: their stored fact_type, else world
+    entities           entities (metadata.entities names, then enrichment's entity tags)
+
+Pure functions of the stored source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from service.enrichment.plan import caller_tags
+from service.recall.queries import OBSERVATION_TYPE, observation_sources
+
+# Metadata keys the service itself writes and shows elsewhere in Hindsight's view.
+SHOWN_ELSEWHERE = ("entities",)
+OBSERVATION_KEYS = ("consolidation",)
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def fact_type(source: Mapping[str, Any]) -> str:
+    if source.get("type") == OBSERVATION_TYPE:
+        return "observation"
+    return source.get("fact_type") or "world"
+
+
+def hindsight_tags(source: Mapping[str, Any]) -> list[str]:
+    enrichment = source.get("enrichment")
+    return caller_tags(source.get("tags") or [], enrichment if isinstance(enrichment, dict) else None)
+
+
+def hindsight_metadata(source: Mapping[str, Any]) -> dict[str, str]:
+    metadata = source.get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    hidden = set(SHOWN_ELSEWHERE) | (set(OBSERVATION_KEYS) if source.get("type") == OBSERVATION_TYPE else set())
+    out = {}
+    for key, value in metadata.items():
+        if key in hidden:
+            continue
+        out[str(key)] = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return out
+
+
+def _names(value: Any) -> Iterable[str]:
+    """Entity names in metadata.entities, in document order (a string, a list, or {category: [...]})."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.strip():
+                yield item.strip()
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+
+
+def _slug(name: str) -> str:
+    """How an entity tag spells a name (`entity:people:sarah-connor` for "Sarah Connor")."""
+    return _NON_ALNUM.sub("-", name.lower()).strip("-")
+
+
+def entity_names(source: Mapping[str, Any]) -> list[str]:
+    """The caller's entities (retain's `entities`, kept in metadata.entities), then what enrichment
+    found (its `entity:<category>:<name>` tags, when not named already), each name once."""
+    metadata = source.get("metadata") if isinstance(source.get("metadata"), dict) else {}
+    seen: dict[str, str] = {}
+    for name in _names(metadata.get("entities")):
+        seen.setdefault(_slug(name), name)
+    for tag in source.get("tags") or []:
+        parts = [p for p in str(tag).replace("/", ":").split(":") if p]
+        if len(parts) >= 3 and parts[0].lower() == "entity":
+            name = ":".join(parts[2:])
+            seen.setdefault(_slug(name), name)
+    return list(seen.values())
+
+
+def moment(source: Mapping[str, Any]) -> str | None:
+    return None if source.get("timeless") else source.get("timestamp")
+
+
+def recall_result(memory_id: str, source: Mapping[str, Any], scores: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Hindsight's RecallResult."""
+    when = moment(source)
+    kind = fact_type(source)
+    out: dict[str, Any] = {
+        "id": memory_id,
+        "text": source.get("content") or "",
+        "type": kind,
+        "entities": entity_names(source) or None,
+        "context": source.get("context"),
+        "occurred_start": when,
+        "occurred_end": when,
+        "mentioned_at": when,
+        "document_id": source.get("document_id"),
+        "metadata": hindsight_metadata(source) or None,
+        "chunk_id": source.get("chunk_id"),
+        "tags": hindsight_tags(source) or None,
+        "source_fact_ids": observation_sources(dict(source)) if kind == "observation" else None,
+    }
+    if scores is not None:
+        out["scores"] = dict(scores)
+    return out
+
+
+def list_item(memory_id: str, source: Mapping[str, Any]) -> dict[str, Any]:
+    """Hindsight's MemoryUnitListItem (GET .../memories/list) and memory unit (GET .../memories/{id})."""
+    when = moment(source)
+    invalid = bool(source.get("archived")) or bool(source.get("superseded_by"))
+    return {
+        "id": memory_id,
+        "text": source.get("content") or "",
+        "context": source.get("context") or "",
+        "date": when or "",
+        "fact_type": fact_type(source),
+        "type": fact_type(source),
+        "document_id": source.get("document_id"),
+        "mentioned_at": when,
+        "occurred_start": when,
+        "occurred_end": when,
+        "entities": ", ".join(entity_names(source)),
+        "chunk_id": source.get("chunk_id"),
+        "proof_count": 1,
+        "tags": hindsight_tags(source),
+        "metadata": hindsight_metadata(source),
+        "state": "invalidated" if invalid else "valid",
+        "invalidated_at": source.get("superseded_at") if invalid else None,
+        "updated_at": source.get("updated_at"),
+        "source_memory_ids": observation_sources(dict(source)),
+    }
