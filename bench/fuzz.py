@@ -13,7 +13,8 @@ invalid data) and stateful sequences (store, then read / update / delete what wa
 
 Checks on every response (CHECKS): no 5xx; the status is documented for the operation; the
 content type and body conform to the documented schema; every error (4xx and 5xx) is exactly
-{"status": "error", "code": <the status>, "message": <non-empty>}. Afterwards the service log must
+{"status": "error", "code": <the status>, "message": <non-empty>} (on Hindsight's routes, Hindsight's
+shapes: its 422 {"detail": [...]}, else that body with `detail` added; its reflect's documented 501). Afterwards the service log must
 hold no ERROR line or traceback (a failure after the response, e.g. in access tracking or the
 enrichment worker, shows nowhere else). Prints cases and statuses per operation and each distinct
 failure with a curl reproduction; writes bench/out/fuzz.json. Exits 1 when anything failed.
@@ -44,21 +45,38 @@ from bench.fuzz_inputs import (
     sendable_in_header,
 )
 
-# Built-in schemathesis checks run on every response, plus error_shape below.
+# Built-in schemathesis checks run on every response, plus no_server_error and error_shape below.
 CHECKS = (
-    "not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
+    "no_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
     "ignored_auth", "error_shape",
 )
 # How exactly the schema describes what is accepted (valid data accepted, invalid data refused).
 # Informative (--schema-checks): the API clamps some values and accepts unknown fields by design.
 SCHEMA_CHECKS = ("positive_data_acceptance", "negative_data_rejection")
 ERROR_KEYS = {"status", "code", "message"}
+HINDSIGHT_PATHS = ("/v1/",)
 STATEFUL_STEPS = 10  # requests per stateful sequence at most
+
+
+def _documented(case) -> set[str]:
+    return set(case.operation.definition.raw.get("responses", {}))
+
+
+@schemathesis.check
+def no_server_error(ctx, response, case) -> None:
+    """No 5xx, except a 501 the operation documents (Hindsight's reflect: no language model here)."""
+    status = response.status_code
+    if status >= 500 and not (status == 501 and "501" in _documented(case)):
+        raise AssertionError(f"server error {status}: {response.content[:300]!r}")
+    return None
 
 
 @schemathesis.check
 def error_shape(ctx, response, case) -> None:
-    """Every error answer is exactly {"status": "error", "code": <the HTTP status>, "message": "..."}."""
+    """Every error answer is exactly {"status": "error", "code": <the HTTP status>, "message": "..."}.
+    Hindsight's routes (HINDSIGHT_PATHS) answer in Hindsight's shapes, as its clients read them:
+    FastAPI's 422 {"detail": [...]} for invalid input, and the service's error with `detail`
+    (= `message`) added for everything else."""
     if response.status_code < 400:
         return None
     try:
@@ -67,6 +85,16 @@ def error_shape(ctx, response, case) -> None:
         raise AssertionError(
             f"{response.status_code} body is not JSON ({response.headers.get('content-type', ['?'])}): {response.content[:200]!r}"
         ) from None
+    if case.operation.path.startswith(HINDSIGHT_PATHS) and isinstance(body, dict):
+        if response.status_code == 422:
+            if set(body) != {"detail"} or not isinstance(body["detail"], list) or not body["detail"]:
+                raise AssertionError(f"422 body is not Hindsight's {{'detail': [...]}}: {str(body)[:300]}")
+            return None
+        if body.get("detail", body.get("message")) != body.get("message"):  # 405s come from the app, without it
+            raise AssertionError(f"{response.status_code} body's detail is not its message: {str(body)[:300]}")
+        body = {k: v for k, v in body.items() if k != "detail"}
+    if isinstance(body, dict) and response.status_code >= 500:  # a 5xx names its request id too
+        body = {k: v for k, v in body.items() if k != "request_id"}
     if not isinstance(body, dict) or set(body) != ERROR_KEYS:
         raise AssertionError(f"{response.status_code} body is not exactly {sorted(ERROR_KEYS)}: {str(body)[:300]}")
     if body["status"] != "error" or body["code"] != response.status_code:
@@ -132,6 +160,9 @@ class FuzzReport:
         }
 
 
+STREAM_READ_SECONDS = 1.0  # how long each case reads GET /stream before it counts as cut short
+
+
 def fuzz_config(base_url: str, *, token: str, admin_token: str, max_examples: int, seed: int,
                 ids: list[str] = (), tags: list[str] = (), checks: tuple[str, ...] = CHECKS) -> schemathesis.Config:
     """Every phase, valid and invalid data, derandomized; the API and admin tokens on every request
@@ -178,6 +209,9 @@ def fuzz_config(base_url: str, *, token: str, admin_token: str, max_examples: in
         "output": {"sanitization": {"enabled": False}},  # reproductions carry the (test) tokens
         "dictionaries": dictionaries,
         "parameters": parameters,
+        # An event stream never ends: the fuzzer reads it until the timeout, so /stream (quiet until
+        # an event or its 30 s keepalive) would hold each case for the whole 60 s.
+        "operations": [{"include-name": "GET /stream", "request-timeout": STREAM_READ_SECONDS}],
     })
 
 
