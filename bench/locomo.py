@@ -1,7 +1,7 @@
 """Recall quality and latency on the LoCoMo development slice, through the public HTTP API.
 
-Every turn becomes one memory ("<speaker>: <text>", the session date as timestamp, dia_id in
-metadata, tag `locomo:<sample_id>`); each question (categories 1-4; 5 is adversarial and has no
+Every turn becomes one memory ("<speaker>: <text>", the session date as timestamp, dia_id and the
+session as `session_id` in metadata, tag `locomo:<sample_id>`, sent in conversation order); each question (categories 1-4; 5 is adversarial and has no
 answer) is recalled within its conversation's tag, and recall@5 / recall@10 of the evidence turns
 are averaged over questions (see ../shared/data/README.md).
 
@@ -58,7 +58,8 @@ def memories_for(sample: dict) -> list[dict]:
                 "content": f"{turn['speaker']}: {text}",
                 "timestamp": when,
                 "tags": [f"locomo:{sample['sample_id']}"],
-                "metadata": {"dia_id": turn["dia_id"], "session": n, "speaker": turn["speaker"]},
+                # session_id: the thread key an agent sends with each turn (thread context links the turns).
+                "metadata": {"dia_id": turn["dia_id"], "session_id": f"{sample['sample_id']}/session_{n}", "speaker": turn["speaker"]},
                 "type": "Context",
                 "importance": 0.5,
             })

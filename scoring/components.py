@@ -163,11 +163,28 @@ def idf_keyword_share(
     `idf` every keyword weighs 1. Keywords the `english` analyzer drops as stop words carry no
     mass. Result in [0, 1].
     """
+    return _idf_share(keywords, stemmed_words(content), idf)
+
+
+def idf_keyword_share_in_thread(
+    keywords: Sequence[str], content: str | None, thread_context: str | None, idf: Mapping[str, float], weight: float
+) -> float:
+    """`idf_keyword_share`, where a keyword found only in the memory's thread context (the memory
+    before it in its thread) counts `weight` times as much as one found in its own content:
+    own + weight x (share over content and context - own). Without context (or weight 0) it is
+    `idf_keyword_share` exactly. Result in [0, 1]."""
+    own = idf_keyword_share(keywords, content, idf)
+    if not thread_context or weight <= 0:
+        return own
+    both = _idf_share(keywords, stemmed_words(content) | stemmed_words(thread_context), idf)
+    return own + min(1.0, weight) * max(0.0, both - own)
+
+
+def _idf_share(keywords: Sequence[str], words: frozenset[str], idf: Mapping[str, float]) -> float:
     if not keywords:
         return 0.0
     known = [max(0.0, float(value)) for value in idf.values()]
     default_weight = max(known) if known else 1.0
-    words = stemmed_words(content)
     total = 0.0
     found = 0.0
     for keyword in keywords:
@@ -505,6 +522,7 @@ __all__ = [
     "exact_from_terms",
     "exact_score",
     "idf_keyword_share",
+    "idf_keyword_share_in_thread",
     "keyword_points",
     "keyword_share",
     "metadata_score",

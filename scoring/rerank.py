@@ -27,7 +27,7 @@ from scoring.components import (
     as_utc,
     bm25_normalized,
     exact_from_terms,
-    idf_keyword_share,
+    idf_keyword_share_in_thread,
     keyword_points,
     keyword_share,
     metadata_score,
@@ -87,6 +87,7 @@ class Candidate:
     in_metadata_arm: bool = False
     relation: float = 0.0  # filled by graph expansion later
     match_type: str = "vector"  # one of MATCH_TYPES
+    thread_context: str = ""  # the text of the memory before it in its thread (engram profile keyword share)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ class ScoringRequest:
     context: ContextProfile | None = None
     relevance_gate: float = 0.0  # RECALL_RELEVANCE_GATE; 0 disables the gate
     tag_token_cap: int = 0  # SEARCH_TAG_SCORE_TOKEN_CAP (automem/config.py); 0 = full length
+    # SEARCH_THREAD_CONTEXT_WEIGHT: engram profile (idf mode), what a keyword found only in the
+    # candidate's thread context counts against one in its content; 0 ignores the context.
+    thread_context_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -163,7 +167,7 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
         if req.keyword_mode == "bm25":
             keyword = bm25_normalized(c.bm25, req.max_bm25)
         else:
-            keyword = idf_keyword_share(topic_keywords(keywords), c.content, req.idf)
+            keyword = idf_keyword_share_in_thread(topic_keywords(keywords), c.content, c.thread_context, req.idf, req.thread_context_weight)
     if c.match_type == TRENDING_MATCH_TYPE:
         keyword = _number(c.importance)
     metadata = metadata_score(keywords, req.query, c.metadata) if c.in_metadata_arm else 0.0

@@ -145,6 +145,14 @@ class Settings(BaseSettings):
     stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
     stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
 
+    # --- ranking quality: thread context, dates, reranker (README "Quality on the LoCoMo dev slice") ---
+    # Memories of a thread (metadata session_id / conversation_id / thread_id, or a session: /
+    # conversation: tag) are indexed with the text of the memory before them (service/threads/).
+    thread_context_enabled: bool = True
+    # engram profile: what a query keyword found only in that context counts, relative to one found
+    # in the memory's own content (0 ignores the context in scoring; BM25 still reads it).
+    search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:

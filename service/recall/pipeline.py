@@ -118,6 +118,7 @@ class RecallService:
         self.arm_options = retrieval.ArmOptions(
             overfetch=settings.recall_vector_overfetch, fetch_cap=settings.recall_vector_fetch_cap,
             metadata_search=settings.recall_metadata_search_enabled, idf=settings.search_keyword_mode == "idf",
+            thread_context_boost=settings.search_thread_context_weight if settings.thread_context_enabled else 0.0,
         )
 
     def for_bank(self, bank: str) -> RecallService:
@@ -183,7 +184,7 @@ class RecallService:
         flt_spec = Q.recall_filter(req, req.as_of or now, self.settings.excluded_types)
         arms = retrieval.plan_arms(
             req, flt_spec, text=text, lexical=lexical, keywords=keywords, vector=vector, limit=limit, profile=profile,
-            options=replace(self.arm_options, idf=self.arm_options.idf and req.scoring_profile == "engram"),
+            options=self.arm_options if req.scoring_profile == "engram" else replace(self.arm_options, idf=False, thread_context_boost=0.0),
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
         timings.lap("search")
@@ -221,6 +222,7 @@ class RecallService:
             keyword_mode=self.settings.search_keyword_mode, idf=idf,
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
+            thread_context_weight=self.settings.search_thread_context_weight,
         )
 
     # --- after the queries ------------------------------------------------------------------------

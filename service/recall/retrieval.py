@@ -85,6 +85,7 @@ class Hit:
             in_keyword_arm="keyword" in self.arms,
             in_metadata_arm="metadata" in self.arms,
             match_type=self.match_type(default_match),
+            thread_context=s.get("thread_context") or "",
         )
 
 
@@ -104,6 +105,7 @@ class ArmOptions:
     fetch_cap: int
     metadata_search: bool
     idf: bool  # the engram profile's IDF-weighted keyword share needs document counts
+    thread_context_boost: float = 0.0  # BM25 also matches the thread context, at this boost (0: not)
 
 
 def plan_arms(
@@ -117,7 +119,7 @@ def plan_arms(
     if vector is not None:
         arms.append(("vector", Q.knn_arm(vector, k, flt)))
     if text and lexical:
-        arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt), vector)))
+        arms.append(("keyword", Q.with_cosine(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), flt, options.thread_context_boost), vector)))
         if options.metadata_search:
             arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
     if vector is None and not text:

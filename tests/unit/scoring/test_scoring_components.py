@@ -10,6 +10,7 @@ from scoring.components import (
     cosine_from_lucene,
     exact_score,
     idf_keyword_share,
+    idf_keyword_share_in_thread,
     keyword_points,
     keyword_share,
     metadata_score,
@@ -101,6 +102,34 @@ def test_idf_keyword_share_defaults():
     # no idf at all: plain stemmed share
     assert idf_keyword_share(EXAMPLE_KEYWORDS, EXAMPLE_CONTENT, {}) == pytest.approx(2 / 3)
     assert idf_keyword_share([], EXAMPLE_CONTENT, {}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("content", "context", "weight", "expected"),
+    [
+        # The answer turn names nothing of the question; the turn before it does.
+        ("Went to the lake", "What did you do last weekend?", 0.5, 0.5 * (2 / 3)),
+        ("Went to the lake", "What did you do last weekend?", 1.0, 2 / 3),
+        ("Went to the lake", "What did you do last weekend?", 0.0, 0.0),
+        ("Went to the lake", None, 0.5, 0.0),
+        # Found in its own content: the context adds only what the content lacks.
+        ("Camping at the lake", "What did you do last weekend?", 0.5, 1 / 3 + 0.5 * (2 / 3)),
+        ("Camping last weekend", "Did you go anywhere?", 0.5, 1.0),
+        ("Camping at the lake", "And camping again?", 0.5, 1 / 3),
+        ("Weekend plans", "Where did you go camping?", 0.5, 1 / 3 + 0.5 * (1 / 3)),
+        ("Weekend plans", "Where did you go camping?", 2.0, 2 / 3),  # the weight is capped at 1
+    ],
+)
+def test_idf_keyword_share_in_thread(content, context, weight, expected):
+    keywords = ["camping", "last", "weekend"]
+    assert idf_keyword_share_in_thread(keywords, content, context, {}, weight) == pytest.approx(expected)
+    if not context or weight == 0:
+        assert idf_keyword_share_in_thread(keywords, content, context, {}, weight) == idf_keyword_share(keywords, content, {})
+
+
+def test_idf_keyword_share_in_thread_weighs_by_idf():
+    idf = {"camping": 3.0, "weekend": 1.0}
+    assert idf_keyword_share_in_thread(["camping", "weekend"], "A weekend away", "Going camping?", idf, 0.5) == pytest.approx(1 / 4 + 0.5 * 3 / 4)
 
 
 def test_idf_keyword_share_hyphenated_and_stopword_keywords():
