@@ -161,6 +161,10 @@ def variants() -> dict[str, tuple[Variant, dict]]:
     # reads the context unless gathered with --set search_thread_context_weight=0).
     for w in (0.0, 0.25, 0.5, 0.75, 1.0):
         out[f"thread context weight {w}"] = (identity, {**engram, "thread_context_weight": w})
+    # Dates (SEARCH_WEIGHT_DATE): the query's dates met by the memory's date terms.
+    for w in (0.0, 0.05, 0.1, 0.2, 0.3):
+        out[f"date weight {w}"] = (identity, {**engram, "date_weight": w})
+    out["no thread context, no dates"] = (identity, {**engram, "thread_context_weight": 0.0, "date_weight": 0.0})
     return out
 
 

@@ -490,6 +490,20 @@ def metadata_score(
 
 
 # --------------------------------------------------------------------------------------------
+# dates (engram profile)
+
+
+def date_match(query_dates: Sequence[Sequence[str]], date_terms: Iterable[str]) -> float:
+    """Share of the query's dates the memory meets: a date is met when one of its terms (the
+    days, months or years it names) is among the memory's `date_terms` (its timestamp's date and
+    the dates its content speaks of, resolved at write time). 0.0 when the query names no date."""
+    if not query_dates:
+        return 0.0
+    have = set(date_terms)
+    return sum(1 for terms in query_dates if have.intersection(terms)) / len(query_dates)
+
+
+# --------------------------------------------------------------------------------------------
 # recency
 
 
@@ -519,6 +533,7 @@ __all__ = [
     "as_utc",
     "bm25_normalized",
     "cosine_from_lucene",
+    "date_match",
     "exact_from_terms",
     "exact_score",
     "idf_keyword_share",

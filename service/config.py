@@ -152,6 +152,9 @@ class Settings(BaseSettings):
     # engram profile: what a query keyword found only in that context counts, relative to one found
     # in the memory's own content (0 ignores the context in scoring; BM25 still reads it).
     search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)
+    # engram profile: the date component, for queries that name a date ("in July 2023", "last week"),
+    # met by the dates a memory was written on or speaks of (resolved at write time, service/dateterms.py).
+    search_weight_date: float = Field(default=0.1, ge=0)
 
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod

@@ -27,7 +27,8 @@ from service.storage.memories import MemoryStore, item_failure
 from service.storage.queries import by_tags_query
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
 from service.threads import ThreadLinker, thread_position
-from service.timeparse import iso, parse_iso_datetime, utcnow
+from service.dateterms import memory_date_terms
+from service.timeparse import iso, parse_iso_datetime, stored_datetime, utcnow
 from service.validation import check_metadata, check_tags, check_text, check_vector
 
 # POST /memory `supersedes` (issue 4): EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
@@ -150,6 +151,7 @@ class MemoryWriter:
             "archived": bool(req.archived),
             "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
             **thread_position(tags, metadata, timestamp),  # the linker adds the thread's context at write time
+            "date_terms": memory_date_terms(req.content, stored_datetime(timestamp)),  # "yesterday" read against the timestamp
         }
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         if req.relevance_score is not None:
@@ -360,6 +362,8 @@ def patch_changes(
     if "tags" in changes or "timestamp" in changes:  # the thread and the place in it (the linker re-links)
         changes.update(thread_position(changes.get("tags", current.get("tags") or []), changes.get("metadata", current.get("metadata") or {}),
                                        changes.get("timestamp", current.get("timestamp"))))
+    if "content" in changes or "timestamp" in changes:
+        changes["date_terms"] = memory_date_terms(changes.get("content", current.get("content")), stored_datetime(changes.get("timestamp", current.get("timestamp"))))
     check_validity_window(
         changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
         changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),

@@ -27,6 +27,7 @@ from service.graph import current_state as state
 from service.recall import placement, queries as Q, retrieval, shaping
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
+from service.dateterms import query_date_terms
 from service.recall.request import RecallRequest
 from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
@@ -223,6 +224,8 @@ class RecallService:
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
             thread_context_weight=self.settings.search_thread_context_weight,
+            query_dates=query_date_terms(text, now) if text and req.scoring_profile == "engram" else (),
+            date_weight=self.settings.search_weight_date,
         )
 
     # --- after the queries ------------------------------------------------------------------------

@@ -86,6 +86,7 @@ class Hit:
             in_metadata_arm="metadata" in self.arms,
             match_type=self.match_type(default_match),
             thread_context=s.get("thread_context") or "",
+            date_terms=tuple(s.get("date_terms") or ()),
         )
 
 

@@ -36,6 +36,8 @@ def test_each_turn_is_indexed_with_the_one_before_it(api):
     assert context(api, "q2") == ("a1", "Went to the lake with the kids.")
     s = stored(api, "a1")
     assert s["content"] == "Went to the lake with the kids." and s["thread_key"] == "session:s-1"
+    public = api.get("/memory/a1").json()["memory"]
+    assert not {"thread_key", "thread_at", "thread_seq", "thread_prev", "thread_context", "date_terms"} & set(public)
     # Another thread, and a memory of no thread, are left alone.
     turn(api, "other", "Unrelated note.", 3, thread="s-2")
     loose = put(api, "A loose note", tags=["misc"])

@@ -163,3 +163,11 @@ def test_member_of_a_stored_source():
     assert Member.of("m", src) == Member("m", "session:s", 5, 9, "hi", "p", "ctx")
     assert Member.of("m", {"content": "no thread"}) is None
     assert Member.of("m", {"thread_key": "session:s", "thread_at": 5}).seq == 0  # imported without a sequence number
+
+
+def test_export_lines_keep_the_thread_context_and_drop_what_the_write_path_rebuilds():
+    from service.admin.records import memory_line
+
+    source = {"content": "Went to the lake.", "thread_key": "session:s", "thread_at": 5, "thread_seq": 9, "thread_prev": "q",
+              "thread_context": "What did you do?", "date_terms": ["y:2023"]}
+    assert memory_line("a", source) == {"id": "a", "content": "Went to the lake.", "thread_seq": 9, "thread_prev": "q", "thread_context": "What did you do?"}

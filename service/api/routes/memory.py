@@ -18,15 +18,21 @@ from service.schemas.memory import (
 )
 from service.schemas.memory import valid_id
 from service.stream.emit import EmitDep
+from service.threads import FIELDS as THREAD_FIELDS
 from service.writes import DEFAULT_SUPERSEDE_TYPE
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 log = logging.getLogger("engram.memory")
 
 
+# Stored for the engine only: the vector, the bank, derived lookup fields, and the ranking aids
+# (thread context: service/threads/; date terms: service/dateterms.py).
+INTERNAL_FIELDS = frozenset({"embedding", "bank", "tags_norm", "metadata_terms", "date_terms", *THREAD_FIELDS})
+
+
 def public_memory(memory_id: str, source: dict) -> dict:
     """A stored memory as clients see it; sanitised if it cannot be serialised as is (see api/responses)."""
-    out = {k: v for k, v in source.items() if k not in ("embedding", "bank", "tags_norm", "metadata_terms")}
+    out = {k: v for k, v in source.items() if k not in INTERNAL_FIELDS}
     out["id"] = memory_id
     try:
         orjson.dumps(out)

@@ -8,6 +8,7 @@ from scoring.components import (
     METADATA_FIELDS,
     bm25_normalized,
     cosine_from_lucene,
+    date_match,
     exact_score,
     idf_keyword_share,
     idf_keyword_share_in_thread,
@@ -263,3 +264,17 @@ def test_recency_score_treats_naive_datetimes_as_utc():
     assert recency_score(
         NOW - timedelta(days=90), NOW.replace(tzinfo=None), RecencyConfig()
     ) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("query_dates", "terms", "expected"),
+    [
+        ((), ("d:2023-05-07",), 0.0),
+        ((("m:2023-07",),), ("d:2023-07-03", "m:2023-07", "y:2023"), 1.0),
+        ((("m:2023-07",),), ("m:2023-06", "y:2023"), 0.0),
+        ((("d:2023-05-01", "d:2023-05-02"),), ("d:2023-05-02",), 1.0),  # "last week": any of its days
+        ((("y:2023",), ("mo:06",)), ("y:2023", "mo:05"), 0.5),
+    ],
+)
+def test_date_match(query_dates, terms, expected):
+    assert date_match(query_dates, terms) == expected
