@@ -9,6 +9,7 @@ are averaged over questions (see ../shared/data/README.md).
     python -m bench.locomo --param scoring_profile=automem
     python -m bench.locomo --url http://127.0.0.1:8001 --token $T   # a running service
     python -m bench.locomo --enrichment --param expand_entities=true  # entities derived first
+    python -m bench.locomo --set search_thread_context_weight=0       # a setting of the service
 
 Without --url the benchmark starts the service itself (uvicorn on 127.0.0.1, a free port) with
 INDEX_PREFIX=bench-locomo against OPENSEARCH_URL or the local node, so latencies include HTTP.
@@ -215,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enrichment", action="store_true",
                         help="run the in-process service with ENRICHMENT_ENABLED and wait for it after ingest (default: off, as the published figures)")
     parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="a setting of the in-process service (e.g. recall_rerank_model=/tmp/ce), repeatable")
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
     data = json.loads(args.data.read_text())
@@ -239,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         result = run(args.url, args.token)
     else:
         token = "bench-token"
-        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment) as url:
+        settings = dict(item.split("=", 1) for item in args.set)
+        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment, **settings) as url:
             result = run(url, token)
     result.update(label=label, params=params, data=str(args.data))
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"

@@ -284,7 +284,7 @@ class MemoryWriter:
                     self._settle(prepared[i], outcome, where=f"memories[{i}].")
                 except EngramError as exc:
                     errors[i] = exc.message
-        self.threads.settle(links)
+        self.threads.settle(links, failed=[p.memory_id for p, error in zip(prepared, errors) if error])
         return prepared, errors
 
     def update(self, memory_id: str, req: MemoryUpdate) -> dict[str, Any]:

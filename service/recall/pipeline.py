@@ -1,7 +1,8 @@
 """The recall pipeline: a RecallRequest in, AutoMem's response body out.
 
     per query:  embed -> arms (retrieval.plan_arms) -> ONE _msearch -> candidates -> scoring/ -> placement
-    then:       merge queries -> current state (graph.current_state) -> recency / time order -> page
+    then:       merge queries -> current state (graph.current_state) -> recency / time order
+                -> cross-encoder rerank (optional, recall.rerank) -> page
                 -> graph expansion -> relations -> shaping -> access tracking (after the response)
 
 Every stage but the engine calls is a pure function of its module; `recall` reads as the list above.
@@ -29,6 +30,7 @@ from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionReque
 from service.recall.multi import merge, query_list
 from service.dateterms import query_date_terms
 from service.recall.request import RecallRequest
+from service.recall.rerank import load_reranker
 from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
@@ -121,6 +123,7 @@ class RecallService:
             metadata_search=settings.recall_metadata_search_enabled, idf=settings.search_keyword_mode == "idf",
             thread_context_boost=settings.search_thread_context_weight if settings.thread_context_enabled else 0.0,
         )
+        self.reranker = load_reranker(settings.recall_rerank_model, top_n=settings.recall_rerank_top_n, weight=settings.recall_rerank_weight)
 
     def for_bank(self, bank: str) -> RecallService:
         """The same service reading another bank (the stores' bank filters every query)."""
@@ -147,8 +150,9 @@ class RecallService:
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency)
         timings.lap("state")
         ordered = self.order(req, merged, pool, recency)
-        page = ordered[: req.limit]
         timings.lap("rank")
+        ordered = self.rerank(req, queries, ordered, pool, timings)
+        page = ordered[: req.limit]
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = page + expansion.results
         self.relations(req, returned, pool, expansion)
@@ -267,6 +271,21 @@ class RecallService:
         if recency and ranked:
             ranked = placement.recency_rerank(ranked, self.weights.temporal, pool.fallback_ids, req.priority_ids)
         return placement.sort_by_time(ranked, req.sort) if req.sort != "score" else ranked
+
+    def rerank(self, req: RecallRequest, queries: Sequence[str], ranked: list[ScoredCandidate], pool: Pool, timings: Timings) -> list[ScoredCandidate]:
+        """RECALL_RERANK_MODEL: the cross-encoder re-scores the top RECALL_RERANK_TOP_N (score order only);
+        a failing model leaves the order as it was."""
+        query = req.query if req.query and req.query != "*" else (queries[0] if queries else None)
+        if self.reranker is None or req.sort != "score" or not query or not ranked:
+            return ranked
+        head = ranked[: self.reranker.top_n]
+        try:
+            out = self.reranker.rerank(query, ranked, [pool.source(s.candidate.id).get("content") or "" for s in head])
+        except Exception:  # noqa: BLE001 - a reranker problem never fails a recall
+            log.warning("reranking failed; keeping the hybrid order", exc_info=True)
+            return ranked
+        timings.lap("rerank")
+        return out
 
     def expand(self, req: RecallRequest, seeds: list[ScoredCandidate], pool: Pool, first: QueryOutcome, now: datetime) -> ExpansionOutcome:
         if self.expander is None or not (req.expand_relations or req.expand_entities) or first.scoring is None:

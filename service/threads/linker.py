@@ -82,10 +82,12 @@ class ThreadLinker:
                 doc.update(context_fields(links.prev[mid]))
         return links
 
-    def settle(self, links: Links | None, extra: Sequence[tuple[str, dict[str, Any]]] = ()) -> int:
-        """After the write: the stored memories whose predecessor changed get its text. A failure is
-        logged, never raised: the memories are stored, and their context is an aid to ranking only."""
-        updates = (stored_updates(links) if links is not None else []) + list(extra)
+    def settle(self, links: Links | None, extra: Sequence[tuple[str, dict[str, Any]]] = (), *, failed: Sequence[str] = ()) -> int:
+        """After the write: the stored memories whose predecessor changed get its text (`failed`: batch
+        members that were not stored, which nothing may point to). A failure is logged, never raised:
+        the memories are stored, and their context is an aid to ranking only."""
+        skip = set(failed)
+        updates = [u for u in (stored_updates(links) if links is not None else []) if u[1]["thread_prev"] not in skip] + list(extra)
         if not updates:
             return 0
         actions = [{"_op_type": "update", "_index": self.store.alias, "_id": mid, "doc": fields} for mid, fields in updates]
