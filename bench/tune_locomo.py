@@ -54,8 +54,37 @@ def gather(limit: int = 10, prefix: str = "bench-locomo", data_path: Path = DEFA
         p = RecallRequest.from_settings(settings, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
         outcome = svc.run_query(p, p.query, limit, now, Timings(), None)
         cands = [h.candidate("vector") for h in outcome.hits.values()]
-        out.append({"qa": qa, "cands": cands, "req": outcome.scoring})
+        out.append({"qa": qa, "cands": cands, "req": outcome.scoring, "vector": outcome.vector})
     return out
+
+
+def add_context_cosines(items: list[dict], model: str | None = None) -> None:
+    """Each candidate's cosine to the query had its vector been embedded from its thread context and
+    content together ("<context>\n<content>"), in item["context_cosine"]: what embedding the context
+    would give, without re-indexing (the candidate pool stays that of the content vectors)."""
+    import numpy as np
+
+    from service.config import Settings
+    from service.embedding import Embedder
+
+    embedder = Embedder(model or Settings().embedding_model)
+    texts = {c.id: f"{c.thread_context}\n{c.content}" for item in items for c in item["cands"] if c.thread_context}
+    ids = sorted(texts)
+    vectors = dict(zip(ids, np.asarray(embedder.embed_documents([texts[i] for i in ids]), dtype=float)))
+    for item in items:
+        q = np.asarray(item["vector"], dtype=float)
+        q = q / (np.linalg.norm(q) or 1.0)
+        item["context_cosine"] = {mid: float(v @ q / (np.linalg.norm(v) or 1.0)) for mid, v in vectors.items() if any(c.id == mid for c in item["cands"])}
+
+
+def vec_with_context(mix: float):
+    """vector = mix x cosine of the context+content vector + (1 - mix) x the content vector's."""
+    def fn(s, item):
+        ctx = item.get("context_cosine", {}).get(s.candidate.id)
+        old = float(s.components["vector"])
+        return {"vector": old if ctx is None else mix * max(0.0, ctx) + (1 - mix) * old}
+
+    return fn
 
 
 def evaluate(items: list[dict], variant: Variant, floor: bool = True, **overrides) -> dict:
@@ -165,6 +194,10 @@ def variants() -> dict[str, tuple[Variant, dict]]:
     for w in (0.0, 0.05, 0.1, 0.2, 0.3):
         out[f"date weight {w}"] = (identity, {**engram, "date_weight": w})
     out["no thread context, no dates"] = (identity, {**engram, "thread_context_weight": 0.0, "date_weight": 0.0})
+    # With --embed-context: the context embedded with the content (instead of, or beside, the content alone).
+    for mix in (1.0, 0.5):
+        out[f"embedded with context (mix {mix})"] = (reweight(vec_with_context(mix)), engram)
+        out[f"embedded with context (mix {mix}), no context keywords"] = (reweight(vec_with_context(mix)), {**engram, "thread_context_weight": 0.0})
     return out
 
 
@@ -175,14 +208,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                         help="a service setting for the retrieval (e.g. search_thread_context_weight=0), repeatable")
     parser.add_argument("--only", action="append", default=[], metavar="TEXT", help="run only variants whose name contains TEXT, repeatable")
+    parser.add_argument("--embed-context", action="store_true", help="also embed each candidate with its thread context (the 'embedded with context' variants)")
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
     items = gather(prefix=args.prefix, data_path=args.data, **overrides)
+    if args.embed_context:
+        add_context_cosines(items)
     cats = list(CATEGORIES.values())
     print("| variant | recall@5 | recall@10 | " + " | ".join(f"{c} @5 / @10" for c in cats) + " |")
     print("|---|---|---|" + "---|" * len(cats))
     for name, (fn, options) in variants().items():
-        if args.only and not any(text in name for text in args.only):
+        if args.only and not any(text in name for text in args.only) or ("embedded with context" in name and not args.embed_context):
             continue
         options = dict(options)
         floor = options.pop("floor", True)
