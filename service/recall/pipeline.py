@@ -244,7 +244,7 @@ class RecallService:
             keyword_mode=self.settings.search_keyword_mode, idf=idf,
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
-            thread_context_weight=self.settings.search_thread_context_weight,
+            thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
             # "last week" in a query names the week before the instant it is asked at: Hindsight's
             # query_timestamp, else the as_of point in time, else now.
             query_dates=query_date_terms(text, req.query_time or req.as_of or now) if text and req.scoring_profile == "engram" else (),
