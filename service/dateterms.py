@@ -78,8 +78,15 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
 
 def _month_span(year: int, month: int, yearless: bool = False) -> Span:
     first = date(year, month, 1)
-    nxt = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    return Span(first, nxt - timedelta(days=1), yearless)
+    nxt = _next_month(first)
+    return Span(first, nxt - timedelta(days=1) if nxt else date.max, yearless)
+
+
+def _next_month(d: date) -> date | None:
+    """The first day of the month after d's; None after December 9999 (the calendar's last)."""
+    if d.month < 12:
+        return date(d.year, d.month + 1, 1)
+    return date(d.year + 1, 1, 1) if d.year < date.max.year else None
 
 
 def _count(text: str) -> int | None:
@@ -105,7 +112,10 @@ def spans(text: str | None, at: datetime) -> list[Span]:
             start, end = match.span()
             if any(start < b and a < end for a, b in taken):
                 continue  # a longer, earlier pattern read this text already ("May 7, 2023" is not also "May 2023")
-            span = _resolve(kind, match.groups(), at, today)
+            try:
+                span = _resolve(kind, match.groups(), at, today)
+            except (ValueError, OverflowError):  # beyond the calendar (years 1-9999): "yesterday" on 0001-01-01
+                span = None
             if span is not None:
                 taken.append((start, end))
                 found.append((start, end, span))
@@ -189,12 +199,12 @@ def span_terms(span: Span) -> list[str]:
                 out[f"d:{d.isoformat()}"] = None
             out[f"md:{d.month:02d}-{d.day:02d}"] = None
     if span.days <= MAX_MONTH_SPAN:
-        d = span.first
-        while d <= span.last:
+        d: date | None = span.first
+        while d is not None and d <= span.last:
             if not span.yearless:
                 out[f"m:{d.year}-{d.month:02d}"] = None
             out[f"mo:{d.month:02d}"] = None
-            d = date(d.year + 1, 1, 1) if d.month == 12 else date(d.year, d.month + 1, 1)
+            d = _next_month(d)
     if span.days <= MAX_YEAR_SPAN and not span.yearless:
         for year in range(span.first.year, span.last.year + 1):
             out[f"y:{year}"] = None

@@ -82,3 +82,22 @@ def test_memory_date_terms_hold_the_timestamp_and_what_the_content_names():
 )
 def test_query_date_terms_ask_for_the_finest_terms(query, expected):
     assert query_date_terms(query, MONDAY) == expected
+
+
+@pytest.mark.parametrize("text", ["9999-12-31 vault", "in December 9999", "December 31, 9999", "next week", "next month", "next year", "next weekend"])
+def test_the_calendars_last_days_resolve_or_drop_never_raise(text):
+    end = datetime(9999, 12, 31, 23, 59, tzinfo=timezone.utc)
+    query_date_terms(text, end)  # a hostile query answered 500 (year 10000 is out of range)
+    assert "d:9999-12-31" in memory_date_terms(text, end)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "last week", "last month", "3 years ago", "last Monday", "last weekend", "2 weeks ago"])
+def test_the_calendars_first_day_resolves_or_drops_never_raises(text):
+    start = datetime(1, 1, 1, tzinfo=timezone.utc)
+    assert "d:0001-01-01" in memory_date_terms(text, start)
+    query_date_terms(text, start)
+
+
+def test_the_last_month_of_the_calendar_has_its_terms():
+    assert query_date_terms("in December 9999", MONDAY) == (("m:9999-12",),)
+    assert query_date_terms("9999-12-31", MONDAY) == (("d:9999-12-31",),)
