@@ -1,7 +1,7 @@
 """Recall quality and latency on the LoCoMo development slice, through the public HTTP API.
 
-Every turn becomes one memory ("<speaker>: <text>", the session date as timestamp, dia_id in
-metadata, tag `locomo:<sample_id>`); each question (categories 1-4; 5 is adversarial and has no
+Every turn becomes one memory ("<speaker>: <text>", the session date as timestamp, dia_id and the
+session as `session_id` in metadata, tag `locomo:<sample_id>`, sent in conversation order); each question (categories 1-4; 5 is adversarial and has no
 answer) is recalled within its conversation's tag, and recall@5 / recall@10 of the evidence turns
 are averaged over questions (see ../shared/data/README.md).
 
@@ -10,6 +10,7 @@ are averaged over questions (see ../shared/data/README.md).
     python -m bench.locomo --url http://127.0.0.1:8001 --token $T   # a running service
     python -m bench.locomo --enrichment --param expand_entities=true  # entities derived first
     python -m bench.locomo --surface hindsight   # Hindsight's API: retain, then POST .../memories/recall
+    python -m bench.locomo --set search_thread_context_weight=0       # a setting of the service
 
 Without --url the benchmark starts the service itself (uvicorn on 127.0.0.1, a free port) with
 INDEX_PREFIX=bench-locomo against OPENSEARCH_URL or the local node, so latencies include HTTP.
@@ -67,7 +68,8 @@ def memories_for(sample: dict) -> list[dict]:
                 "content": f"{turn['speaker']}: {text}",
                 "timestamp": when,
                 "tags": [f"locomo:{sample['sample_id']}"],
-                "metadata": {"dia_id": turn["dia_id"], "session": n, "speaker": turn["speaker"]},
+                # session_id: the thread key an agent sends with each turn (thread context links the turns).
+                "metadata": {"dia_id": turn["dia_id"], "session_id": f"{sample['sample_id']}/session_{n}", "speaker": turn["speaker"]},
                 "type": "Context",
                 "importance": 0.5,
             })
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest", choices=("automem", "hindsight"), default=None,
                         help="the API the memories are stored through (default: --surface's)")
     parser.add_argument("--bank", default="locomo", help="with --surface hindsight: the bank (default locomo; 'default' with --ingest automem)")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="a setting of the in-process service (e.g. recall_rerank_model=/tmp/ce), repeatable")
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
     data = json.loads(args.data.read_text())
@@ -288,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         result = run(args.url, args.token)
     else:
         token = "bench-token"
-        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment) as url:
+        settings = dict(item.split("=", 1) for item in args.set)
+        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment, **settings) as url:
             result = run(url, token)
     result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface)
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"

@@ -9,12 +9,14 @@ Run `python -m bench.locomo` once first: it stores the memories under INDEX_PREF
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import statistics
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -26,7 +28,7 @@ from scoring.rerank import ScoredCandidate, rank, sort_scored
 Variant = Callable[[list[ScoredCandidate], dict], list[ScoredCandidate]]
 
 
-def gather(limit: int = 10) -> list[dict]:
+def gather(limit: int = 10, prefix: str = "bench-locomo", data_path: Path = DEFAULT_DATA, **overrides) -> list[dict]:
     from service.config import Settings
     from service.embedding import Embedder
     from service.localnode import LocalNode
@@ -36,7 +38,7 @@ def gather(limit: int = 10) -> list[dict]:
     from service.storage.edges import EdgeStore
     from service.storage.memories import MemoryStore
 
-    settings = Settings(index_prefix="bench-locomo")
+    settings = Settings(index_prefix=prefix, **overrides)
     client = make_client(settings.opensearch_url or LocalNode(settings.local_node_name).start(), settings)
     store = MemoryStore(client, settings.memories_alias)
     embedder = Embedder(settings.embedding_model)
@@ -44,7 +46,7 @@ def gather(limit: int = 10) -> list[dict]:
         svc = RecallService(settings, store, embedder, EdgeStore(client, settings.edges_alias))
     except TypeError:
         svc = RecallService(settings, store, embedder)
-    data = json.loads(DEFAULT_DATA.read_text())
+    data = json.loads(data_path.read_text())
     now = datetime.now(timezone.utc)
     out = []
     questions = [(s["sample_id"], qa) for s in data for qa in s["qa"] if qa.get("category") in CATEGORIES]
@@ -52,14 +54,45 @@ def gather(limit: int = 10) -> list[dict]:
         p = RecallRequest.from_settings(settings, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
         outcome = svc.run_query(p, p.query, limit, now, Timings(), None)
         cands = [h.candidate("vector") for h in outcome.hits.values()]
-        out.append({"qa": qa, "cands": cands, "req": outcome.scoring})
+        out.append({"qa": qa, "cands": cands, "req": outcome.scoring, "vector": outcome.vector})
     return out
 
 
-def evaluate(items: list[dict], variant: Variant, profile: str = "engram", floor: bool = True) -> dict:
+def add_context_cosines(items: list[dict], model: str | None = None) -> None:
+    """Each candidate's cosine to the query had its vector been embedded from its thread context and
+    content together ("<context>\n<content>"), in item["context_cosine"]: what embedding the context
+    would give, without re-indexing (the candidate pool stays that of the content vectors)."""
+    import numpy as np
+
+    from service.config import Settings
+    from service.embedding import Embedder
+
+    embedder = Embedder(model or Settings().embedding_model)
+    texts = {c.id: f"{c.thread_context}\n{c.content}" for item in items for c in item["cands"] if c.thread_context}
+    ids = sorted(texts)
+    vectors = dict(zip(ids, np.asarray(embedder.embed_documents([texts[i] for i in ids]), dtype=float)))
+    for item in items:
+        q = np.asarray(item["vector"], dtype=float)
+        q = q / (np.linalg.norm(q) or 1.0)
+        item["context_cosine"] = {mid: float(v @ q / (np.linalg.norm(v) or 1.0)) for mid, v in vectors.items() if any(c.id == mid for c in item["cands"])}
+
+
+def vec_with_context(mix: float):
+    """vector = mix x cosine of the context+content vector + (1 - mix) x the content vector's."""
+    def fn(s, item):
+        ctx = item.get("context_cosine", {}).get(s.candidate.id)
+        old = float(s.components["vector"])
+        return {"vector": old if ctx is None else mix * max(0.0, ctx) + (1 - mix) * old}
+
+    return fn
+
+
+def evaluate(items: list[dict], variant: Variant, floor: bool = True, **overrides) -> dict:
+    """recall@5 / recall@10 overall and per category; `overrides` replace ScoringRequest fields
+    (profile, thread_context_weight, ...)."""
     per_cat: dict[int, list[tuple[float, float]]] = {}
     for item in items:
-        req = dataclasses.replace(item["req"], profile=profile)
+        req = dataclasses.replace(item["req"], **overrides)
         ranked = variant(rank(item["cands"], req), item)
         if floor:
             ranked, _ = apply_score_filter(ranked, 0.0, True)
@@ -74,6 +107,7 @@ def evaluate(items: list[dict], variant: Variant, profile: str = "engram", floor
     row = {"overall@5": statistics.mean(v[0] for v in flat), "overall@10": statistics.mean(v[1] for v in flat)}
     for cat, name in CATEGORIES.items():
         row[f"{name}@5"] = statistics.mean(v[0] for v in per_cat.get(cat, [(0, 0)]))
+        row[f"{name}@10"] = statistics.mean(v[1] for v in per_cat.get(cat, [(0, 0)]))
     return row
 
 
@@ -133,31 +167,64 @@ def vec_scale(k: float):
     return fn
 
 
-def main() -> int:
-    items = gather()
-    variants: dict[str, tuple[Variant, str, bool]] = {
-        "automem profile": (identity, "automem", True),
-        "engram idf (default)": (identity, "engram", True),
-        "engram idf, no floor": (identity, "engram", False),
-        "engram bm25/max": (reweight(bm25_norm), "engram", True),
-        "engram 0.5 idf + 0.5 bm25/max": (reweight(blend(0.5)), "engram", True),
-        "engram idf + vector min-max": (reweight(vec_minmax), "engram", True),
-        "engram bm25/max + vector min-max": (reweight(both(bm25_norm, vec_minmax)), "engram", True),
-        "engram blend + vector min-max": (reweight(both(blend(0.5), vec_minmax)), "engram", True),
-        "engram idf + vector x1.5": (reweight(vec_scale(1.5)), "engram", True),
-        "engram idf + vector x0.75": (reweight(vec_scale(0.75)), "engram", True),
-        "engram idf + vector x0.5": (reweight(vec_scale(0.5)), "engram", True),
-        "engram blend + vector x0.75": (reweight(both(blend(0.5), vec_scale(0.75))), "engram", True),
-        "engram bm25/max + vector x0.75": (reweight(both(bm25_norm, vec_scale(0.75))), "engram", True),
+def variants() -> dict[str, tuple[Variant, dict]]:
+    """name -> (re-ranking function, ScoringRequest overrides)."""
+    engram = {"profile": "engram"}
+    out: dict[str, tuple[Variant, dict]] = {
+        "automem profile": (identity, {"profile": "automem"}),
+        "engram idf (default)": (identity, engram),
+        "engram idf, no floor": (identity, {**engram, "floor": False}),
+        "engram bm25/max": (reweight(bm25_norm), engram),
+        "engram 0.5 idf + 0.5 bm25/max": (reweight(blend(0.5)), engram),
+        "engram idf + vector min-max": (reweight(vec_minmax), engram),
+        "engram bm25/max + vector min-max": (reweight(both(bm25_norm, vec_minmax)), engram),
+        "engram blend + vector min-max": (reweight(both(blend(0.5), vec_minmax)), engram),
+        "engram idf + vector x1.5": (reweight(vec_scale(1.5)), engram),
+        "engram idf + vector x0.75": (reweight(vec_scale(0.75)), engram),
+        "engram idf + vector x0.5": (reweight(vec_scale(0.5)), engram),
+        "engram blend + vector x0.75": (reweight(both(blend(0.5), vec_scale(0.75))), engram),
+        "engram bm25/max + vector x0.75": (reweight(both(bm25_norm, vec_scale(0.75))), engram),
     }
-    print("| variant | recall@5 | recall@10 | multi-hop@5 | temporal@5 | open@5 | single@5 |")
-    print("|---|---|---|---|---|---|---|")
-    for name, (fn, profile, floor) in variants.items():
-        r = evaluate(items, fn, profile, floor)
-        print(
-            f"| {name} | {r['overall@5']:.3f} | {r['overall@10']:.3f} | {r['multi-hop@5']:.3f} | "
-            f"{r['temporal@5']:.3f} | {r['open-domain@5']:.3f} | {r['single-hop@5']:.3f} |"
-        )
+    # Thread context (SEARCH_THREAD_CONTEXT_WEIGHT): what a keyword found only in the memory before
+    # it in its thread counts; 0 scores as before (the candidates still come from the BM25 arm that
+    # reads the context unless gathered with --set search_thread_context_weight=0).
+    for w in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out[f"thread context weight {w}"] = (identity, {**engram, "thread_context_weight": w})
+    # Dates (SEARCH_WEIGHT_DATE): the query's dates met by the memory's date terms.
+    for w in (0.0, 0.05, 0.1, 0.2, 0.3):
+        out[f"date weight {w}"] = (identity, {**engram, "date_weight": w})
+    out["no thread context, no dates"] = (identity, {**engram, "thread_context_weight": 0.0, "date_weight": 0.0})
+    # With --embed-context: the context embedded with the content (instead of, or beside, the content alone).
+    for mix in (1.0, 0.5):
+        out[f"embedded with context (mix {mix})"] = (reweight(vec_with_context(mix)), engram)
+        out[f"embedded with context (mix {mix}), no context keywords"] = (reweight(vec_with_context(mix)), {**engram, "thread_context_weight": 0.0})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.tune_locomo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo JSON (default {DEFAULT_DATA})")
+    parser.add_argument("--prefix", default="bench-locomo", help="INDEX_PREFIX the memories were stored under by bench.locomo")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="a service setting for the retrieval (e.g. search_thread_context_weight=0), repeatable")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT", help="run only variants whose name contains TEXT, repeatable")
+    parser.add_argument("--embed-context", action="store_true", help="also embed each candidate with its thread context (the 'embedded with context' variants)")
+    args = parser.parse_args(argv)
+    overrides = dict(item.split("=", 1) for item in args.set)
+    items = gather(prefix=args.prefix, data_path=args.data, **overrides)
+    if args.embed_context:
+        add_context_cosines(items)
+    cats = list(CATEGORIES.values())
+    print("| variant | recall@5 | recall@10 | " + " | ".join(f"{c} @5 / @10" for c in cats) + " |")
+    print("|---|---|---|" + "---|" * len(cats))
+    for name, (fn, options) in variants().items():
+        if args.only and not any(text in name for text in args.only) or ("embedded with context" in name and not args.embed_context):
+            continue
+        options = dict(options)
+        floor = options.pop("floor", True)
+        r = evaluate(items, fn, floor, **options)
+        cells = " | ".join(f"{r[f'{c}@5']:.3f} / {r[f'{c}@10']:.3f}" for c in cats)
+        print(f"| {name} | {r['overall@5']:.3f} | {r['overall@10']:.3f} | {cells} |")
     return 0
 
 

@@ -163,11 +163,28 @@ def idf_keyword_share(
     `idf` every keyword weighs 1. Keywords the `english` analyzer drops as stop words carry no
     mass. Result in [0, 1].
     """
+    return _idf_share(keywords, stemmed_words(content), idf)
+
+
+def idf_keyword_share_in_thread(
+    keywords: Sequence[str], content: str | None, thread_context: str | None, idf: Mapping[str, float], weight: float
+) -> float:
+    """`idf_keyword_share`, where a keyword found only in the memory's thread context (the memory
+    before it in its thread) counts `weight` times as much as one found in its own content:
+    own + weight x (share over content and context - own). Without context (or weight 0) it is
+    `idf_keyword_share` exactly. Result in [0, 1]."""
+    own = idf_keyword_share(keywords, content, idf)
+    if not thread_context or weight <= 0:
+        return own
+    both = _idf_share(keywords, stemmed_words(content) | stemmed_words(thread_context), idf)
+    return own + min(1.0, weight) * max(0.0, both - own)
+
+
+def _idf_share(keywords: Sequence[str], words: frozenset[str], idf: Mapping[str, float]) -> float:
     if not keywords:
         return 0.0
     known = [max(0.0, float(value)) for value in idf.values()]
     default_weight = max(known) if known else 1.0
-    words = stemmed_words(content)
     total = 0.0
     found = 0.0
     for keyword in keywords:
@@ -473,6 +490,20 @@ def metadata_score(
 
 
 # --------------------------------------------------------------------------------------------
+# dates (engram profile)
+
+
+def date_match(query_dates: Sequence[Sequence[str]], date_terms: Iterable[str]) -> float:
+    """Share of the query's dates the memory meets: a date is met when one of its terms (the
+    days, months or years it names) is among the memory's `date_terms` (its timestamp's date and
+    the dates its content speaks of, resolved at write time). 0.0 when the query names no date."""
+    if not query_dates:
+        return 0.0
+    have = set(date_terms)
+    return sum(1 for terms in query_dates if have.intersection(terms)) / len(query_dates)
+
+
+# --------------------------------------------------------------------------------------------
 # recency
 
 
@@ -502,9 +533,11 @@ __all__ = [
     "as_utc",
     "bm25_normalized",
     "cosine_from_lucene",
+    "date_match",
     "exact_from_terms",
     "exact_score",
     "idf_keyword_share",
+    "idf_keyword_share_in_thread",
     "keyword_points",
     "keyword_share",
     "metadata_score",

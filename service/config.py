@@ -235,6 +235,22 @@ class Settings(BaseSettings):
     # Hindsight refuses longer recall queries (its MAX_QUERY_TOKENS), counted with the model's tokenizer.
     hindsight_max_query_tokens: int = Field(default=500, ge=1, le=100_000)
 
+    # --- ranking quality: thread context, dates, reranker (README "Quality on the LoCoMo dev slice") ---
+    # Memories of a thread (metadata session_id / conversation_id / thread_id, or a session: /
+    # conversation: tag) are indexed with the text of the memory before them (service/threads/).
+    thread_context_enabled: bool = True
+    # engram profile: what a query keyword found only in that context counts, relative to one found
+    # in the memory's own content (0 ignores the context in scoring; BM25 still reads it).
+    search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)
+    # engram profile: the date component, for queries that name a date ("in July 2023", "last week"),
+    # met by the dates a memory was written on or speaks of (resolved at write time, service/dateterms.py).
+    search_weight_date: float = Field(default=0.1, ge=0)
+    # A sentence-transformers CrossEncoder (name or folder; needs the models extra) that re-scores the
+    # top N of every ranked recall: final += weight x its relevance in [0, 1]. Unset: no reranking.
+    recall_rerank_model: str | None = None
+    recall_rerank_top_n: int = Field(default=20, ge=1, le=200)
+    recall_rerank_weight: float = Field(default=1.0, ge=0)
+
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod
     def _blank_threshold(cls, value: object) -> object:
@@ -256,7 +272,7 @@ class Settings(BaseSettings):
     def protected_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
 
-    @field_validator("opensearch_url", "automem_api_token", "admin_api_token", "engram_tokens_file", mode="before")
+    @field_validator("opensearch_url", "automem_api_token", "admin_api_token", "engram_tokens_file", "recall_rerank_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -26,7 +26,9 @@ from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore, item_failure
 from service.storage.queries import by_tags_query
 from service.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
-from service.timeparse import iso, parse_iso_datetime, utcnow
+from service.threads import ThreadLinker, thread_position
+from service.dateterms import memory_date_terms
+from service.timeparse import iso, parse_iso_datetime, stored_datetime, utcnow
 from service.validation import check_metadata, check_tags, check_text, check_vector
 
 # POST /memory `supersedes`: EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
@@ -85,6 +87,7 @@ class MemoryWriter:
         self.store = store
         self.edges = edges
         self.embedder = embedder
+        self.threads = ThreadLinker(store, enabled=settings.thread_context_enabled)
 
     @property
     def bank(self) -> str:
@@ -150,6 +153,8 @@ class MemoryWriter:
             "t_invalid": _iso_field(f"{where}t_invalid", req.t_invalid),
             "archived": bool(req.archived),
             "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
+            **thread_position(tags, metadata, timestamp),  # the linker adds the thread's context at write time
+            "date_terms": memory_date_terms(req.content, stored_datetime(timestamp)),  # "yesterday" read against the timestamp
         }
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         doc.update(req.surface_fields())
@@ -185,12 +190,15 @@ class MemoryWriter:
         self._check_ids_free([prepared])
         self._embed_missing([prepared])
         keyed = idempotency_key is not None and req.id is None
+        links = self.threads.link([(prepared.memory_id, prepared.doc)], fresh_ids=req.id is None and not keyed)
         if old is None:
             error = self.store.bulk_put([(prepared.memory_id, prepared.doc)], create=keyed)[0]
             if error is not None:
                 self._settle(prepared, error)
         else:
             self._store_superseding(prepared, req, old, now, keyed=keyed)
+        if not prepared.replayed:
+            self.threads.settle(links)
         return prepared
 
     def _keyed_id(self, req: MemoryCreate, key: str | None, index: int | None = None) -> str | None:
@@ -267,6 +275,7 @@ class MemoryWriter:
         self._check_ids_free(prepared, lambda i: f"memories[{i}].")
         self._embed_missing(prepared)
         keyed = [idempotency_key is not None and req.id is None for req in reqs]
+        links = self.threads.link([(p.memory_id, p.doc) for p in prepared], fresh_ids=not any(req.id is not None or k for req, k in zip(reqs, keyed)))
         # Keyed items never overwrite (create); the others upsert as before. One bulk request each.
         errors: list[str | None] = [None] * len(prepared)
         for create in (False, True):
@@ -282,6 +291,7 @@ class MemoryWriter:
                     self._settle(prepared[i], outcome, where=f"memories[{i}].")
                 except EngramError as exc:
                     errors[i] = exc.message
+        self.threads.settle(links, failed=[p.memory_id for p, error in zip(prepared, errors) if error])
         return prepared, errors
 
     def update(self, memory_id: str, req: MemoryUpdate) -> dict[str, Any]:
@@ -304,7 +314,10 @@ class MemoryWriter:
         # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
         model_id = None if req.embedding is not None else self.embedder.short_name
         current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
-        return {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
+        updated = {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
+        if any(updated.get(k) != current.get(k) for k in ("content", "thread_key", "thread_at")):
+            self.threads.relink(memory_id, updated)
+        return updated
 
     def delete(self, memory_id: str) -> None:
         if not valid_id(memory_id) or not self.store.delete(memory_id):
@@ -325,6 +338,7 @@ class MemoryWriter:
         if not ids:
             return 0, 0
         edges = self.edges.delete_touching(ids)
+        self.threads.forget(ids)
         return edges, self.store.clear_supersessions(ids)
 
 
@@ -355,6 +369,11 @@ def patch_changes(
             changes[name] = _iso_field(name, given[name])
     if changes.get("timestamp") is None:
         changes.pop("timestamp", None)
+    if "tags" in changes or "timestamp" in changes:  # the thread and the place in it (the linker re-links)
+        changes.update(thread_position(changes.get("tags", current.get("tags") or []), changes.get("metadata", current.get("metadata") or {}),
+                                       changes.get("timestamp", current.get("timestamp"))))
+    if "content" in changes or "timestamp" in changes:
+        changes["date_terms"] = memory_date_terms(changes.get("content", current.get("content")), stored_datetime(changes.get("timestamp", current.get("timestamp"))))
     check_validity_window(
         changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
         changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),

@@ -35,6 +35,11 @@ PAYLOAD_FIELDS = ("content", "tags", "tag_prefixes", "importance", "timestamp", 
                   "last_accessed", "metadata", "t_valid", "t_invalid", "archived")
 # Node and payload properties that are ours to rebuild or to set (never counted as lost).
 REBUILT = DERIVED | {"tag_prefixes"}
+# Stored fields a Memory node leaves out: the vector (the Qdrant points hold it) and what restore's
+# write path rebuilds. A thread's order and context (thread_seq / thread_prev / thread_context)
+# stay, as in export lines: the importer keeps them and does not link threads.
+NOT_IN_BACKUP = frozenset({"embedding", "bank", "tags_norm", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type",
+                           "thread_key", "thread_at", "date_terms"})
 
 
 def parse_include(raw: str | None) -> tuple[str, ...]:
@@ -70,7 +75,7 @@ def node_properties(memory_id: str, source: Mapping[str, Any]) -> dict[str, Any]
     """A memory as a FalkorDB Memory node's properties (AutoMem's names; structures as JSON strings)."""
     props: dict[str, Any] = {"id": memory_id}
     for key, value in source.items():
-        if key in ("embedding", "bank", "tags_norm", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type") or value is None:
+        if key in NOT_IN_BACKUP or value is None:
             continue
         if key == "metadata" or not _primitive(value):
             props[key] = json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -21,7 +21,10 @@ from service.timeparse import iso, parse_iso_datetime
 
 # Stored fields that are rebuilt from the others (service.writes.derived_fields, the supersession
 # scripts of service.storage.memories) or that belong to the store rather than the memory.
-DERIVED = frozenset({"bank", "tags_norm", "tag_prefixes", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type"})
+# thread_key / thread_at / date_terms are rebuilt by the write path; a thread's context and order
+# (thread_seq, thread_prev, thread_context) travel with the memory, the importer does not link threads.
+DERIVED = frozenset({"bank", "tags_norm", "tag_prefixes", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type",
+                     "thread_key", "thread_at", "date_terms"})
 SUPERSESSION_FIELDS = ("supersessions", "superseded_at", "superseded_by", "supersede_type")
 EDGE_FIELDS = ("memory1_id", "memory2_id", "type", "strength", "created_at", "updated_at")
 # Keys of an edge line or an `associations` item that name its ends (memory1 -> memory2).

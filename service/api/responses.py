@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse
 
+from service.index_only import RANKING_FIELDS
+
 log = logging.getLogger("engram.responses")
 
 # The integers orjson serialises (JSON's are unbounded).
@@ -57,8 +59,9 @@ def dumps(content: Any) -> bytes:
         return orjson.dumps(sanitize(content))
 
 
-# Stored fields no client sees: the vector, the bank (implied by the request) and derived index fields.
-HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms")
+# Stored fields no client sees: the vector, the bank (implied by the request), derived index fields
+# and the ranking aids (service/index_only.py).
+HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms", *RANKING_FIELDS)
 
 
 def public_memory(memory_id: str, source: dict) -> dict:

@@ -139,6 +139,9 @@ class ConsolidationIO:
                 }},
             )
             p = self.writer.prepare(req, now)
+            # A summary is no turn of a thread (its shared tags may name a session): it neither gives
+            # nor takes thread context.
+            p.doc.update(thread_key=None, thread_at=None)
             docs.append((p.memory_id, p.doc))
         errors = self.memories.bulk_put(docs, refresh="false")
         failed = [e for e in errors if e]
@@ -152,5 +155,6 @@ class ConsolidationIO:
             return 0
         deleted = self.memories.delete_ids(ids)
         self.edges.delete_touching(ids)
+        self.writer.threads.forget(ids)  # the memories after them in their threads take the ones before
         self.memories.clear_supersessions(ids)
         return deleted

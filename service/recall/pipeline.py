@@ -1,7 +1,8 @@
 """The recall pipeline: a RecallRequest in, AutoMem's response body out.
 
     per query:  embed -> arms (retrieval.plan_arms) -> ONE _msearch -> candidates -> scoring/ -> placement
-    then:       merge queries -> current state (graph.current_state) -> recency / time order -> page
+    then:       merge queries -> current state (graph.current_state) -> recency / time order
+                -> cross-encoder rerank (optional, recall.rerank) -> page
                 -> graph expansion -> relations -> shaping -> access tracking (after the response)
 
 Every stage but the engine calls is a pure function of its module; `recall` reads as the list above.
@@ -27,7 +28,9 @@ from service.graph import current_state as state
 from service.recall import placement, queries as Q, retrieval, shaping, tag_groups
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
+from service.dateterms import query_date_terms
 from service.recall.request import RecallRequest
+from service.recall.rerank import load_reranker
 from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
@@ -118,7 +121,9 @@ class RecallService:
         self.arm_options = retrieval.ArmOptions(
             overfetch=settings.recall_vector_overfetch, fetch_cap=settings.recall_vector_fetch_cap,
             metadata_search=settings.recall_metadata_search_enabled, idf=settings.search_keyword_mode == "idf",
+            thread_context_boost=settings.search_thread_context_weight if settings.thread_context_enabled else 0.0,
         )
+        self.reranker = load_reranker(settings.recall_rerank_model, top_n=settings.recall_rerank_top_n, weight=settings.recall_rerank_weight)
 
     def for_bank(self, bank: str) -> RecallService:
         """The same service reading another bank (the stores' bank filters every query)."""
@@ -147,10 +152,13 @@ class RecallService:
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
         timings.lap("state")
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
+        timings.lap("rank")
+        # After session dedupe, so the model reads only memories that can still reach the page;
+        # before prefer_observations, whose placement rule has the last word.
+        ordered = self.rerank(req, queries, ordered, pool, timings)
         if req.prefer_observations:
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
         page = ordered[: req.limit]
-        timings.lap("rank")
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -197,7 +205,7 @@ class RecallService:
         flt_spec = Q.recall_filter(req, req.as_of or now, self.settings.excluded_types)
         arms = retrieval.plan_arms(
             req, flt_spec, text=text, lexical=lexical, keywords=keywords, vector=vector, limit=limit, profile=profile,
-            options=replace(self.arm_options, idf=self.arm_options.idf and req.scoring_profile == "engram"),
+            options=self.arm_options if req.scoring_profile == "engram" else replace(self.arm_options, idf=False, thread_context_boost=0.0),
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
         timings.lap("search")
@@ -236,6 +244,11 @@ class RecallService:
             keyword_mode=self.settings.search_keyword_mode, idf=idf,
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
+            thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
+            # "last week" in a query names the week before the instant it is asked at: Hindsight's
+            # query_timestamp, else the as_of point in time, else now.
+            query_dates=query_date_terms(text, req.query_time or req.as_of or now) if text and req.scoring_profile == "engram" else (),
+            date_weight=self.settings.search_weight_date,
         )
 
     # --- after the queries ------------------------------------------------------------------------
@@ -278,6 +291,21 @@ class RecallService:
         if recency and ranked:
             ranked = placement.recency_rerank(ranked, self.weights.temporal, pool.fallback_ids, req.priority_ids)
         return placement.sort_by_time(ranked, req.sort) if req.sort != "score" else ranked
+
+    def rerank(self, req: RecallRequest, queries: Sequence[str], ranked: list[ScoredCandidate], pool: Pool, timings: Timings) -> list[ScoredCandidate]:
+        """RECALL_RERANK_MODEL: the cross-encoder re-scores the top RECALL_RERANK_TOP_N (score order only);
+        a failing model leaves the order as it was."""
+        query = req.query if req.query and req.query != "*" else (queries[0] if queries else None)
+        if self.reranker is None or req.sort != "score" or not query or not ranked:
+            return ranked
+        head = ranked[: self.reranker.top_n]
+        try:
+            out = self.reranker.rerank(query, ranked, [pool.source(s.candidate.id).get("content") or "" for s in head])
+        except Exception:  # noqa: BLE001 - a reranker problem never fails a recall
+            log.warning("reranking failed; keeping the hybrid order", exc_info=True)
+            return ranked
+        timings.lap("rerank")
+        return out
 
     def expand(self, req: RecallRequest, seeds: list[ScoredCandidate], pool: Pool, first: QueryOutcome, now: datetime) -> ExpansionOutcome:
         if self.expander is None or not (req.expand_relations or req.expand_entities) or first.scoring is None:

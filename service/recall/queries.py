@@ -246,18 +246,17 @@ def heads_query(ids: Sequence[str], bank: str, head_filter: dict, vector: Sequen
     return with_cosine({"size": len(ids), "_source": SOURCE, "query": query}, vector)
 
 
-def bm25_query(query: str) -> dict:
-    """Content (english analyzer) and tags, with a phrase boost."""
-    return {
-        "bool": {
-            "should": [
-                {"match": {"content": {"query": query}}},
-                {"match": {"tags_text": {"query": query, "boost": 0.5}}},
-                {"match_phrase": {"content.exact": {"query": query, "slop": 1, "boost": 2.0}}},
-            ],
-            "minimum_should_match": 1,
-        }
-    }
+def bm25_query(query: str, context_boost: float = 0.0) -> dict:
+    """Content (english analyzer) and tags, with a phrase boost; with `context_boost`, the thread
+    context too (the text of the memory before it in its thread), at that boost."""
+    should: list[dict] = [
+        {"match": {"content": {"query": query}}},
+        {"match": {"tags_text": {"query": query, "boost": 0.5}}},
+        {"match_phrase": {"content.exact": {"query": query, "slop": 1, "boost": 2.0}}},
+    ]
+    if context_boost > 0:
+        should.append({"match": {"thread_context": {"query": query, "boost": context_boost}}})
+    return {"bool": {"should": should, "minimum_should_match": 1}}
 
 
 SOURCE = {"excludes": SOURCE_EXCLUDES}
@@ -268,9 +267,9 @@ def knn_arm(vector: Sequence[float], k: int, flt: dict) -> dict:
     return {"size": k, "_source": SOURCE, "query": {"knn": {"embedding": {"vector": list(vector), "k": k, "filter": flt}}}}
 
 
-def keyword_arm(query: str, size: int, flt: dict) -> dict:
-    """BM25 over content and tags; the hit score is the BM25 score."""
-    return {"size": size, "_source": SOURCE, "query": {"bool": {"must": [bm25_query(query)], "filter": [flt]}}}
+def keyword_arm(query: str, size: int, flt: dict, context_boost: float = 0.0) -> dict:
+    """BM25 over content and tags (and the thread context with `context_boost`); the hit score is the BM25 score."""
+    return {"size": size, "_source": SOURCE, "query": {"bool": {"must": [bm25_query(query, context_boost)], "filter": [flt]}}}
 
 
 def with_cosine(arm: dict, vector: Sequence[float] | None) -> dict:

@@ -88,6 +88,8 @@ class Hit:
             in_keyword_arm="keyword" in self.arms,
             in_metadata_arm="metadata" in self.arms,
             match_type=self.match_type(default_match),
+            thread_context=s.get("thread_context") or "",
+            date_terms=tuple(s.get("date_terms") or ()),
         )
 
 
@@ -107,6 +109,7 @@ class ArmOptions:
     fetch_cap: int
     metadata_search: bool
     idf: bool  # the engram profile's IDF-weighted keyword share needs document counts
+    thread_context_boost: float = 0.0  # BM25 also matches the thread context, at this boost (0: not)
 
 
 def plan_arms(
@@ -123,7 +126,7 @@ def plan_arms(
         if vector is not None:
             arms.append((f"{prefix}vector", Q.with_min_score(Q.knn_arm(vector, k, arm_flt), Q.knn_min_score(req.semantic_floor))))
         if text and lexical and req.keyword_search:
-            keyword = Q.with_min_score(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt), req.keyword_floor)
+            keyword = Q.with_min_score(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt, options.thread_context_boost), req.keyword_floor)
             arms.append((f"{prefix}keyword", Q.with_cosine(keyword, vector)))
         if vector is None and not text:
             arms.append((f"{prefix}trending", Q.trending_arm(max(limit, 1), arm_flt, req.sort)))

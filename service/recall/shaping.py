@@ -8,6 +8,7 @@ from typing import Any
 
 from scoring.context import ContextProfile
 from scoring.rerank import ScoredCandidate
+from service.index_only import RANKING_FIELDS
 from service.recall.request import RecallRequest
 from service.timeparse import iso
 
@@ -24,8 +25,9 @@ def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
-# Stored fields never returned, even in detail (vectors; the derived lookup fields).
-HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms")
+# Stored fields never returned, even in detail (vectors; the derived lookup fields; the ranking aids
+# scoring read from the same _source).
+HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms", *RANKING_FIELDS)
 
 
 def retrieval_detail(s: ScoredCandidate, arms: Sequence[str]) -> dict:

@@ -74,6 +74,12 @@ def test_keyword_arm_has_phrase_boost_over_content_and_tags():
     ]
 
 
+def test_keyword_arm_reads_the_thread_context_at_its_boost():
+    should = Q.keyword_arm("red car", 10, {"match_all": {}}, 0.5)["query"]["bool"]["must"][0]["bool"]["should"]
+    assert should[-1] == {"match": {"thread_context": {"query": "red car", "boost": 0.5}}} and len(should) == 4
+    assert Q.keyword_arm("red car", 10, {"match_all": {}}, 0.0) == Q.keyword_arm("red car", 10, {"match_all": {}})
+
+
 def test_trending_sorts_per_mode():
     assert Q.trending_arm(5, {"match_all": {}}, "score")["sort"][0] == {"importance": {"order": "desc", "missing": "_last"}}
     assert Q.trending_arm(5, {"match_all": {}}, "time_asc")["sort"][0] == {"updated_at": {"order": "asc", "missing": "_last"}}

@@ -8,8 +8,10 @@ from scoring.components import (
     METADATA_FIELDS,
     bm25_normalized,
     cosine_from_lucene,
+    date_match,
     exact_score,
     idf_keyword_share,
+    idf_keyword_share_in_thread,
     keyword_points,
     keyword_share,
     metadata_score,
@@ -101,6 +103,34 @@ def test_idf_keyword_share_defaults():
     # no idf at all: plain stemmed share
     assert idf_keyword_share(EXAMPLE_KEYWORDS, EXAMPLE_CONTENT, {}) == pytest.approx(2 / 3)
     assert idf_keyword_share([], EXAMPLE_CONTENT, {}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("content", "context", "weight", "expected"),
+    [
+        # The answer turn names nothing of the question; the turn before it does.
+        ("Went to the lake", "What did you do last weekend?", 0.5, 0.5 * (2 / 3)),
+        ("Went to the lake", "What did you do last weekend?", 1.0, 2 / 3),
+        ("Went to the lake", "What did you do last weekend?", 0.0, 0.0),
+        ("Went to the lake", None, 0.5, 0.0),
+        # Found in its own content: the context adds only what the content lacks.
+        ("Camping at the lake", "What did you do last weekend?", 0.5, 1 / 3 + 0.5 * (2 / 3)),
+        ("Camping last weekend", "Did you go anywhere?", 0.5, 1.0),
+        ("Camping at the lake", "And camping again?", 0.5, 1 / 3),
+        ("Weekend plans", "Where did you go camping?", 0.5, 1 / 3 + 0.5 * (1 / 3)),
+        ("Weekend plans", "Where did you go camping?", 2.0, 2 / 3),  # the weight is capped at 1
+    ],
+)
+def test_idf_keyword_share_in_thread(content, context, weight, expected):
+    keywords = ["camping", "last", "weekend"]
+    assert idf_keyword_share_in_thread(keywords, content, context, {}, weight) == pytest.approx(expected)
+    if not context or weight == 0:
+        assert idf_keyword_share_in_thread(keywords, content, context, {}, weight) == idf_keyword_share(keywords, content, {})
+
+
+def test_idf_keyword_share_in_thread_weighs_by_idf():
+    idf = {"camping": 3.0, "weekend": 1.0}
+    assert idf_keyword_share_in_thread(["camping", "weekend"], "A weekend away", "Going camping?", idf, 0.5) == pytest.approx(1 / 4 + 0.5 * 3 / 4)
 
 
 def test_idf_keyword_share_hyphenated_and_stopword_keywords():
@@ -234,3 +264,17 @@ def test_recency_score_treats_naive_datetimes_as_utc():
     assert recency_score(
         NOW - timedelta(days=90), NOW.replace(tzinfo=None), RecencyConfig()
     ) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("query_dates", "terms", "expected"),
+    [
+        ((), ("d:2023-05-07",), 0.0),
+        ((("m:2023-07",),), ("d:2023-07-03", "m:2023-07", "y:2023"), 1.0),
+        ((("m:2023-07",),), ("m:2023-06", "y:2023"), 0.0),
+        ((("d:2023-05-01", "d:2023-05-02"),), ("d:2023-05-02",), 1.0),  # "last week": any of its days
+        ((("y:2023",), ("mo:06",)), ("y:2023", "mo:05"), 0.5),
+    ],
+)
+def test_date_match(query_dates, terms, expected):
+    assert date_match(query_dates, terms) == expected

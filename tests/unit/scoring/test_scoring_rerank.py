@@ -327,3 +327,24 @@ def test_inputs_are_not_mutated():
     assert isinstance(scored, ScoredCandidate) and scored.candidate is candidate
     with pytest.raises(dataclasses.FrozenInstanceError):
         candidate.importance = 1.0  # type: ignore[misc]
+
+
+def test_the_date_component_only_when_the_query_names_a_date():
+    dated = example_candidate(date_terms=("d:2025-01-15", "m:2025-01", "y:2025"))
+    plain = score_candidate(dated, request())
+    assert "date" not in plain.components
+    scored = score_candidate(dated, request(query_dates=(("m:2025-01",),), date_weight=0.1))
+    assert scored.components["date"] == 1.0
+    assert scored.final_score == pytest.approx(plain.final_score + 0.1)
+    missed = score_candidate(example_candidate(), request(query_dates=(("m:2025-01",),), date_weight=0.1))
+    assert missed.components["date"] == 0.0 and missed.final_score == pytest.approx(plain.final_score)
+    # AutoMem's profile has no date component.
+    assert "date" not in score_candidate(dated, request(profile="automem", query_dates=(("m:2025-01",),), date_weight=0.1)).components
+
+
+def test_thread_context_counts_in_the_engram_keyword_share_only():
+    answer = example_candidate(content="Went with the document store after all.", thread_context="Which database did we choose, PostgreSQL?")
+    engram = score_candidate(answer, request(thread_context_weight=0.5))
+    assert engram.components["keyword"] == pytest.approx(0.5 * (2 / 3))
+    assert score_candidate(answer, request()).components["keyword"] == 0.0
+    assert score_candidate(answer, request(profile="automem", thread_context_weight=0.5)).components["keyword"] == 0.0
