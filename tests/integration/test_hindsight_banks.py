@@ -149,7 +149,8 @@ def test_retain_documents_chunks_and_async(banked):
     assert bad.status_code == 400 and "items[1].tags[0]" in bad.json()["detail"]
     assert api.post(f"{BANKS}/d/memories", json={"items": [{"content": "x", "timestamp": "not a date"}]}).status_code == 422
     images = api.post(f"{BANKS}/d/memories", json={"items": [{"content": [{"type": "image", "source": {}}]}]})
-    assert images.status_code == 422 and "vision" in images.json()["detail"]
+    assert images.status_code == 422 and "vision" in images.json()["detail"][0]["msg"]
+    assert images.json()["detail"][0]["loc"] == ["body", "items", 0, "content", 0]
     assert api.post(f"{BANKS}/d/memories", json={"items": []}).json()["items_count"] == 0
 
 

@@ -25,7 +25,6 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from service.api.hindsight.errors import HindsightError
 from service.api.hindsight.facts import classify_fact
 from service.api.hindsight.models import MemoryItem, RetainBody
 from service.schemas.memory import MemoryCreate
@@ -101,18 +100,19 @@ def chunk_text(text: str, max_chars: int) -> list[str]:
     return chunks + ([current] if current else [])
 
 
-def item_text(item: MemoryItem) -> str:
-    """The item's text; content blocks may only be text (images and files need a vision model)."""
+def item_text(item: MemoryItem, at: int = 0) -> str:
+    """The item's text (item `at` of the request); content blocks may only be text (images and files
+    need a vision model): any other block is Hindsight's validation 422, naming the block."""
     if isinstance(item.content, str):
         return item.content
     parts = []
     for i, block in enumerate(item.content):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind != "text" or not isinstance(block.get("text"), str):
-            raise HindsightError(
-                f"items[].content[{i}] is a {kind!r} block: only text blocks can be retained (images and files need a vision-capable model, and none is configured)",
-                status_code=422,
-            )
+            raise RequestValidationError([{
+                "type": "value_error", "loc": ("body", "items", at, "content", i), "input": kind,
+                "msg": f"a {kind!r} block: only text blocks can be retained (images and files need a vision-capable model, and none is configured)",
+            }])
         parts.append(block["text"])
     return "\n".join(parts)
 
@@ -158,7 +158,7 @@ def plan_retain(body: RetainBody, bank: str, chunk_chars: int, next_index: dict[
     out: list[RetainedMemory] = []
     op = body.operation_id or uuid.uuid4().hex
     for i, item in enumerate(body.items):
-        text = item_text(item)
+        text = item_text(item, i)
         kind = classify_fact(text)
         timestamp, timeless = stored_timestamp(item.timestamp)
         tags = list(dict.fromkeys([*(item.tags or []), *(body.document_tags or [])]))
