@@ -34,7 +34,9 @@ BankQuery = Annotated[str | None, Query(alias="bank", include_in_schema=False)]
 
 def _scope(permission: str):
     def scope(request: Request, principal: Annotated[Principal, Depends(require_api_token)], header: BankHeader = None, query: BankQuery = None) -> BankScope:
-        return resolve_bank(principal, header or query, request.app.state.settings.default_bank, permission)
+        scope = resolve_bank(principal, header or query, request.app.state.settings.default_bank, permission)
+        request.state.bank = scope.bank  # the stream events of this request belong to it
+        return scope
 
     return scope
 

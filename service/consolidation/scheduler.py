@@ -51,12 +51,12 @@ def due_tasks(intervals: dict[str, int], last_runs: dict[str, datetime | None], 
 class ConsolidationService:
     def __init__(
         self, settings: Settings, consolidator: Consolidator, history: HistoryStore,
-        publish: Callable[[str, dict], None] | None = None, banks: Callable[[], list[str]] | None = None,
+        publish: Callable[..., None] | None = None, banks: Callable[[], list[str]] | None = None,
     ):
         self.settings = settings
         self.consolidator = consolidator  # the default bank's
         self.history = history
-        self.publish = publish or (lambda _type, _data: None)
+        self.publish = publish or (lambda _type, _data, bank=None: None)
         # Every bank the scheduler consolidates (the bank registry's list); the default bank alone when not given.
         self.banks = banks or (lambda: [history.bank])
         self._per_bank: dict[str, tuple[Consolidator, HistoryStore]] = {history.bank: (consolidator, history)}
@@ -100,7 +100,7 @@ class ConsolidationService:
             "task_type": mode, "affected_count": affected, "elapsed_ms": elapsed, "success": bool(result.get("success")),
             "next_scheduled": self.next_runs(utcnow(), bank).get(mode, "unknown"), "steps": list(result.get("steps", {})),
             "dry_run": dry_run, "trigger": trigger, "changes": result.get("changes", {}),
-        })
+        }, bank=history.bank)
         return result
 
     def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -183,7 +183,7 @@ class ConsolidationService:
 
 
 def build_consolidation(
-    settings: Settings, client, memories, edges, writer, publish: Callable[[str, dict], None] | None = None,
+    settings: Settings, client, memories, edges, writer, publish: Callable[..., None] | None = None,
     banks: Callable[[], list[str]] | None = None,
 ) -> ConsolidationService:
     """The consolidation service over the app's stores (one call in the lifespan); `banks` lists the

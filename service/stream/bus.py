@@ -40,14 +40,18 @@ def encode_event(event_type: str, data: dict[str, Any], timestamp: str) -> str:
 class Subscriber:
     """One stream client: a bounded queue of encoded events, consumed by `events()`."""
 
-    def __init__(self, bus: EventBus, loop: asyncio.AbstractEventLoop, maxsize: int):
+    def __init__(self, bus: EventBus, loop: asyncio.AbstractEventLoop, maxsize: int, banks: frozenset[str] | None = None):
         self._bus = bus
+        self.banks = banks  # None: every bank's events (an unscoped token); else only these banks' 
         self._loop = loop
         self._items: deque[str] = deque()
         self._maxsize = maxsize
         self._wake = asyncio.Event()
         self.dropped = False
         self.closed = False
+
+    def may_see(self, bank: str | None) -> bool:
+        return self.banks is None or (bank is not None and bank in self.banks)
 
     # Called with the bus lock held.
     def _offer(self, payload: str) -> bool:
@@ -99,8 +103,9 @@ class EventBus:
         self.published = 0
         self.dropped_subscribers = 0
 
-    def subscribe(self, loop: asyncio.AbstractEventLoop | None = None) -> Subscriber:
-        sub = Subscriber(self, loop or asyncio.get_running_loop(), self.queue_size)
+    def subscribe(self, loop: asyncio.AbstractEventLoop | None = None, banks: frozenset[str] | None = None) -> Subscriber:
+        """A new subscriber; `banks` limits it to those banks' events (a bank-scoped token's stream)."""
+        sub = Subscriber(self, loop or asyncio.get_running_loop(), self.queue_size, banks)
         with self.lock:
             self._subscribers.add(sub)
         return sub
@@ -119,8 +124,9 @@ class EventBus:
         with self.lock:
             return [sub.pending for sub in self._subscribers]
 
-    def publish(self, event_type: str, data: dict[str, Any]) -> None:
-        """Offer one event to every subscriber; never blocks, never raises into the writer."""
+    def publish(self, event_type: str, data: dict[str, Any], bank: str | None = None) -> None:
+        """Offer one event to every subscriber that may see `bank`; never blocks, never raises into the
+        writer. An event of no known bank goes only to unscoped subscribers: never leak across banks."""
         try:
             payload = encode_event(event_type, data, utc_now_iso())
         except Exception:  # noqa: BLE001 - an event is never worth failing a write
@@ -130,7 +136,7 @@ class EventBus:
             self.published += 1
             if not self._subscribers:
                 return
-            slow = [sub for sub in self._subscribers if not sub._offer(payload)]
+            slow = [sub for sub in self._subscribers if sub.may_see(bank) and not sub._offer(payload)]
             for sub in slow:
                 self._subscribers.discard(sub)
             self.dropped_subscribers += len(slow)

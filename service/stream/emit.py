@@ -26,8 +26,9 @@ ENRICHED_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
 
 
 class Emitter:
-    def __init__(self, bus: EventBus | None, enrichment: Any = None, observability: Any = None):
+    def __init__(self, bus: EventBus | None, enrichment: Any = None, observability: Any = None, request: Request | None = None):
         self.bus = bus
+        self.request = request  # its state.bank (set when the route resolved its bank) scopes the events
         self.enrichment = enrichment
         self.observability = observability  # recall metrics and the recall log (service/observability)
         self.started = time.perf_counter()
@@ -43,7 +44,8 @@ class Emitter:
 
     def publish(self, event_type: str, data: dict[str, Any]) -> None:
         if self.bus is not None:
-            self.bus.publish(event_type, data)
+            bank = getattr(self.request.state, "bank", None) if self.request is not None else None
+            self.bus.publish(event_type, data, bank=bank)
 
     # --- memory writes ------------------------------------------------------------------------
     def stored(self, prepared: Any, req: Any) -> None:
@@ -99,7 +101,7 @@ class Emitter:
 
 def _emitter(request: Request) -> Emitter:
     state = request.app.state
-    return Emitter(getattr(state, "events", None), getattr(state, "enrichment", None), getattr(state, "observability", None))
+    return Emitter(getattr(state, "events", None), getattr(state, "enrichment", None), getattr(state, "observability", None), request)
 
 
 EmitDep = Annotated[Emitter, Depends(_emitter)]

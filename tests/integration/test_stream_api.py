@@ -222,3 +222,29 @@ def test_a_slow_subscriber_is_dropped_and_writes_go_on(served):
     finally:
         slow.close()
         fast.close()
+
+
+def test_a_bank_scoped_token_streams_only_its_banks_events(engine_url, embedder, os_client, tmp_path):
+    """A token scoped to bank a never sees what is written in bank b (content previews are in the
+    events); the API token (every bank) sees both."""
+    from service.auth import hash_token
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"name": "agent-a", "sha256": hash_token("token-a"), "banks": ["a"], "permissions": ["recall", "remember"]}]}))
+    with live_app(engine_url, embedder, os_client, engram_tokens_file=str(tokens), stream_keepalive_seconds=0.3) as (app, url):
+        with httpx.Client(base_url=url, headers=AUTH, timeout=60.0) as api:
+            scoped, everything = Reader(url, headers={"Authorization": "Bearer token-a"}), Reader(url)
+            try:
+                wait_for(lambda: subscribers(api) == 2, what="both subscribers")
+                assert api.post("/memory", json={"content": "bank b: the secret plan"}, headers={"X-Bank": "b"}).status_code == 201
+                assert api.post("/memory", json={"content": "bank a: the public plan"}, headers={"X-Bank": "a"}).status_code == 201
+                seen_all = [everything.next()["data"]["content_preview"] for _ in range(2)]
+                assert seen_all == ["bank b: the secret plan", "bank a: the public plan"]
+                assert scoped.next()["data"]["content_preview"] == "bank a: the public plan"
+                api.get("/recall", params={"query": "plan"}, headers={"X-Bank": "b"})
+                assert everything.next()["type"] == "memory.recall"
+                time.sleep(0.5)  # the scoped stream got nothing of bank b meanwhile
+                assert scoped.events.empty(), scoped.events.get_nowait()
+            finally:
+                scoped.close()
+                everything.close()

@@ -20,7 +20,9 @@ def _scope(permission: str):
     def scope(request: Request, bank_id: BankId, principal: Annotated[Principal, Depends(require_api_token)]) -> BankScope:
         if not valid_bank(bank_id):
             raise BadRequest(f"Invalid bank id {bank_id[:80]!r}: 1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit ({BANK_PATTERN})")
-        return resolve_bank(principal, bank_id, request.app.state.settings.default_bank, permission)
+        scope = resolve_bank(principal, bank_id, request.app.state.settings.default_bank, permission)
+        request.state.bank = scope.bank  # the stream events of this request belong to it
+        return scope
 
     return scope
 

@@ -21,9 +21,11 @@ def _keepalive() -> ServerSentEvent:
 @router.get("/stream", response_class=EventSourceResponse, responses={200: {"content": {"text/event-stream": {}}}})
 async def stream(request: Request) -> EventSourceResponse:
     """Every event is `data: {"type", "timestamp", "data"}`; a comment `: keepalive` follows every
-    STREAM_KEEPALIVE_SECONDS (30). A client that falls STREAM_QUEUE_SIZE (100) events behind is dropped."""
+    STREAM_KEEPALIVE_SECONDS (30). A client that falls STREAM_QUEUE_SIZE (100) events behind is dropped.
+    A token scoped to banks (ENGRAM_TOKENS_FILE) sees only those banks' events."""
     state = request.app.state
-    subscriber = state.events.subscribe()
+    principal = getattr(request.state, "principal", None)
+    subscriber = state.events.subscribe(banks=principal.banks if principal is not None else frozenset())
 
     async def events():
         async for payload in subscriber.events():

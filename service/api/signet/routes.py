@@ -51,7 +51,9 @@ def read_scope(request: Request, principal: Principal, header: str | None, query
     named = [b.strip() for b in (scope, header or query) if b and b.strip()]
     if len(set(named)) > 1:
         raise BadRequest(f"scope {named[0][:80]!r} and X-Bank {named[1][:80]!r} name different banks; send one")
-    return resolve_bank(principal, named[0] if named else None, request.app.state.settings.default_bank, RECALL)
+    scope = resolve_bank(principal, named[0] if named else None, request.app.state.settings.default_bank, RECALL)
+    request.state.bank = scope.bank  # the stream events of this request belong to it
+    return scope
 
 
 def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, query: str, limit: int, filters: dict[str, Any],

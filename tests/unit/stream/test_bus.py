@@ -108,3 +108,18 @@ def test_on_event_is_publish():
     bus = EventBus()
     bus.on_event("enrichment.start", {"memory_id": "a"})
     assert bus.published == 1
+
+
+def test_a_bank_scoped_subscriber_sees_only_its_banks_events():
+    async def main():
+        bus = EventBus(queue_size=10)
+        everything, team_a, nothing = bus.subscribe(), bus.subscribe(banks=frozenset({"team-a"})), bus.subscribe(banks=frozenset())
+        bus.publish("memory.store", {"i": 0}, bank="team-b")
+        bus.publish("memory.store", {"i": 1}, bank="team-a")
+        bus.publish("enrichment.start", {"i": 2})  # no known bank: only for unscoped subscribers
+        bus.publish("memory.store", {"i": 3}, bank="team-a")
+        assert [e["data"]["i"] for e in await take(everything, 4)] == [0, 1, 2, 3]
+        assert [e["data"]["i"] for e in await take(team_a, 2)] == [1, 3]
+        assert nothing.pending == 0 and team_a.pending == 0
+
+    asyncio.run(main())
