@@ -44,7 +44,9 @@ def engine_url() -> Iterator[str]:
         return
     from service.localnode import LocalNode
 
-    node = LocalNode("test", heap=os.environ.get("ENGRAM_TEST_HEAP", "1g"))
+    # 2 GB: the suite creates and drops ~2,000 indices and stores 65k+ memories in one test; with 1 GB
+    # the parent circuit breaker answered 429 now and then under that churn (CI, 2026-12-01).
+    node = LocalNode("test", heap=os.environ.get("ENGRAM_TEST_HEAP", "2g"))
     was_running = node.running()
     url = node.start()
     yield url

@@ -13,18 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.enrichment.extractor import entity_tags
-from service.tags import hierarchy_key, normalize_tag
+from service.tags import normalize_tag
+from service.threads.plan import MAX_KEY, thread_key
 from service.timeparse import stored_datetime
 from service.writes import derived_fields
 
 SIMILAR_TO = "SIMILAR_TO"
 PRECEDED_BY = "PRECEDED_BY"
-# The metadata keys that name a thread, in precedence order (AutoMem clients send session_id).
-THREAD_KEYS: tuple[str, ...] = ("session_id", "conversation_id", "thread_id")
-# Tags that name a thread: `session:<id>` / `conversation:<id>` (also with '/').
-THREAD_TAG_ROOTS: tuple[str, ...] = ("session", "conversation")
 # A scope key longer than this is cut: it is a keyword, and ids that long are not thread ids.
-MAX_SCOPE = 256
+MAX_SCOPE = MAX_KEY
 STATUS_PENDING, STATUS_DONE, STATUS_FAILED = "pending", "done", "failed"
 
 
@@ -45,15 +42,9 @@ def scope_key(tags: Sequence[str], metadata: Mapping[str, Any]) -> str:
     """The sequence a memory belongs to for PRECEDED_BY: its thread (metadata session_id /
     conversation_id / thread_id, else a `session:` / `conversation:` tag), else its exact set of
     caller tags ("tags:<hash>"; untagged memories share "tags:")."""
-    for key in THREAD_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            return f"{key.removesuffix('_id')}:{str(value).strip()}"[:MAX_SCOPE]
-    for tag in tags:
-        key = hierarchy_key(tag)
-        root, _, rest = key.partition(":")
-        if root in THREAD_TAG_ROOTS and rest:
-            return key[:MAX_SCOPE]
+    thread = thread_key(tags, metadata)  # the same threads as the thread context (service/threads)
+    if thread is not None:
+        return thread
     names = sorted({normalize_tag(t) for t in tags})
     return "tags:" + (hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:20] if names else "")
 

@@ -11,22 +11,10 @@ import orjson
 from service.index_only import RANKING_FIELDS
 from tests.integration.admin_support import export_bytes
 from tests.integration.hindsight_support import BANKS, hrecall, retain
+from tests.integration.test_thread_context import at, context, stored
 
 AIDS = set(RANKING_FIELDS)
 
-
-def at(minute: int) -> str:
-    return f"2024-03-01T10:{minute:02d}:00+00:00"
-
-
-def stored(api, mid: str) -> dict:
-    api.app.state.memories.refresh_now()
-    return api.app.state.client.get(index=api.app.state.memories.alias, id=mid)["_source"]
-
-
-def context(api, mid: str) -> tuple[str | None, str | None]:
-    s = stored(api, mid)
-    return s.get("thread_prev"), s.get("thread_context")
 
 
 def turn(api, bank: str, mid: str, text: str, minute: int, thread: str = "s-1") -> None:
