@@ -27,6 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.localjava import pick_java
 from service.paths import cache_root
 
 log = logging.getLogger("engram.localnode")
@@ -201,9 +202,13 @@ class LocalNode:
                 ]
             )
         )
-        java = shutil.which("java")
+        java = pick_java()
+        if java is None:
+            raise EngineError("java is not on PATH; OpenSearch 2.19 needs Java 17+")
+        log.info("local node %r runs on %s (Java %s)", self.name, java.path, java.feature or "?")
         cmd = [
-            java,
+            java.path,
+            *java.flags(),
             f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
             "-XX:+UseG1GC",
@@ -219,7 +224,7 @@ class LocalNode:
         # A new session: the node outlives `make run`'s shell and is stopped explicitly.
         proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         logf.close()
-        self.state_file.write_text(json.dumps({"pid": proc.pid, "port": port, "heap": self.heap}))
+        self.state_file.write_text(json.dumps({"pid": proc.pid, "port": port, "heap": self.heap, "java": java.path}))
         log.info("started local OpenSearch node %r (pid %d) on port %d", self.name, proc.pid, port)
         return self._wait_healthy(proc.pid, port) if wait else f"http://127.0.0.1:{port}"
 
