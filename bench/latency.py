@@ -313,7 +313,9 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
         k: round(statistics.fmean(b.count(b"\n") // 2 for c in v for m, u, p, b in c if u.endswith("_msearch")), 1) for k, v in captured.items()
     }
     limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
-    svc = ServiceProcess(url, prefix, env={"EMBEDDING_BACKEND": args.backend})
+    # The enrichment worker would work through the corpus's backlog (every loaded memory is pending)
+    # during the measurement: at 100k it held ~1.5 of the 2 cores and doubled both sides' latency.
+    svc = ServiceProcess(url, prefix, env={"EMBEDDING_BACKEND": args.backend, "ENRICHMENT_ENABLED": "true" if args.enrichment else "false"})
     with svc as base, \
             httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120, limits=limits) as http, \
             httpx.Client(base_url=url, timeout=120, limits=limits) as engine:
@@ -453,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default="bench-lat", help="INDEX_PREFIX stem; the corpus of size N lives in <prefix>-N")
     parser.add_argument("--url", help=f"OpenSearch URL (default: the local node {C.NODE_NAME!r}, started with a {C.NODE_HEAP} heap)")
     parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", "onnx"), help="EMBEDDING_BACKEND of the service (default onnx)")
+    parser.add_argument("--enrichment", action="store_true", help="keep the service's enrichment worker on (it works through the corpus's backlog meanwhile)")
     parser.add_argument("--out", type=Path, default=OUT / "latency.json")
     args = parser.parse_args(argv)
     args.sizes_list = [int(s) for s in args.sizes.split(",") if s]
@@ -478,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         results["sizes"][str(size)] = measure_size(args, url, size, queries, embedder)
         results["sizes"][str(size)]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         print(f"{size:,}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        args.out.write_text(json.dumps(results, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
     table = markdown(results)
     (args.out.with_suffix(".md")).write_text(table + "\n")
     charted = chart(results, args.out.with_suffix(".png"))
