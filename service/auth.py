@@ -113,7 +113,7 @@ def _matches(given: str | None, expected: str | None) -> bool:
     return secrets.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8", "replace"))
 
 
-def presented_api_token(
+async def presented_api_token(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     header: Annotated[str | None, Depends(header_scheme)],
     query: Annotated[str | None, Depends(query_scheme)],
@@ -123,7 +123,7 @@ def presented_api_token(
     return header or query
 
 
-def require_api_token(request: Request, token: Annotated[str | None, Depends(presented_api_token)]) -> Principal:
+async def require_api_token(request: Request, token: Annotated[str | None, Depends(presented_api_token)]) -> Principal:
     settings = request.app.state.settings
     principal = None
     if token:
@@ -140,7 +140,7 @@ def require_api_token(request: Request, token: Annotated[str | None, Depends(pre
     return principal
 
 
-def require_admin_token(
+async def require_admin_token(
     request: Request,
     principal: Annotated[Principal, Depends(require_api_token)],
     admin: Annotated[str | None, Depends(admin_scheme)],

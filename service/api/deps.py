@@ -2,6 +2,9 @@
 
 Stores, the writer and the association service come bound to the request's bank (service/banks.py):
 `Read*` dependencies need the recall permission, `Write*` the remember permission.
+
+Dependencies that do no I/O are `async def` (here, in service/auth.py and the surfaces' deps): FastAPI
+runs a plain `def` dependency on the thread pool, a round trip per dependency and request.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from service.storage.memories import MemoryStore
 from service.writes import MemoryWriter
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def _embedder(request: Request) -> Embedder:
+async def _embedder(request: Request) -> Embedder:
     return request.app.state.embedder
 
 
@@ -33,7 +36,7 @@ BankQuery = Annotated[str | None, Query(alias="bank", include_in_schema=False)]
 
 
 def _scope(permission: str):
-    def scope(request: Request, principal: Annotated[Principal, Depends(require_api_token)], header: BankHeader = None, query: BankQuery = None) -> BankScope:
+    async def scope(request: Request, principal: Annotated[Principal, Depends(require_api_token)], header: BankHeader = None, query: BankQuery = None) -> BankScope:
         scope = resolve_bank(principal, header or query, request.app.state.settings.default_bank, permission)
         request.state.bank = scope.bank  # the stream events of this request belong to it
         return scope
@@ -45,19 +48,19 @@ ReadScope = Annotated[BankScope, Depends(_scope(RECALL))]
 WriteScope = Annotated[BankScope, Depends(_scope(REMEMBER))]
 
 
-def _store(request: Request, scope: ReadScope) -> MemoryStore:
+async def _store(request: Request, scope: ReadScope) -> MemoryStore:
     return request.app.state.memories.for_bank(scope.bank)
 
 
-def _edges(request: Request, scope: ReadScope) -> EdgeStore:
+async def _edges(request: Request, scope: ReadScope) -> EdgeStore:
     return request.app.state.edges.for_bank(scope.bank)
 
 
-def _writer(request: Request, scope: WriteScope) -> MemoryWriter:
+async def _writer(request: Request, scope: WriteScope) -> MemoryWriter:
     return request.app.state.writer.for_bank(scope.bank)
 
 
-def _associations(request: Request, scope: WriteScope) -> AssociationService:
+async def _associations(request: Request, scope: WriteScope) -> AssociationService:
     return request.app.state.associations.for_bank(scope.bank)
 
 

@@ -42,7 +42,7 @@ def install(app: FastAPI, settings: Settings) -> None:
     install_request_ids(app)
 
 
-def _metrics_token(
+async def _metrics_token(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)] = None,
     header: Annotated[str | None, Depends(header_scheme)] = None,

@@ -142,6 +142,9 @@ def plan_arms(
             arms.append(("anchor", Q.with_cosine(anchor, vector)))
     if req.scope_fallback and scoped and vector is not None:
         arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), Q.fallback_filter(flt_spec))))
+    # Arms that return hits need no total: counting every match up to 10,000 keeps Lucene from
+    # skipping non-competitive documents (measured at 100k: the keyword arm alone 13.3 -> 9.7 ms p50).
+    arms = [(name, {**body, "track_total_hits": False}) for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))
         arms += [(f"{DF_PREFIX}{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]

@@ -99,7 +99,7 @@ class Emitter:
             self.observability.observe_recall(params, body)
 
 
-def _emitter(request: Request) -> Emitter:
+async def _emitter(request: Request) -> Emitter:
     state = request.app.state
     return Emitter(getattr(state, "events", None), getattr(state, "enrichment", None), getattr(state, "observability", None), request)
 

@@ -17,7 +17,7 @@ BankId = Annotated[str, Path(description="The memory bank (the same banks as Aut
 
 
 def _scope(permission: str):
-    def scope(request: Request, bank_id: BankId, principal: Annotated[Principal, Depends(require_api_token)]) -> BankScope:
+    async def scope(request: Request, bank_id: BankId, principal: Annotated[Principal, Depends(require_api_token)]) -> BankScope:
         if not valid_bank(bank_id):
             raise BadRequest(f"Invalid bank id {bank_id[:80]!r}: 1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit ({BANK_PATTERN})")
         scope = resolve_bank(principal, bank_id, request.app.state.settings.default_bank, permission)
@@ -32,7 +32,7 @@ WriteBank = Annotated[BankScope, Depends(_scope(REMEMBER))]
 CallerDep = Annotated[Principal, Depends(require_api_token)]
 
 
-def _registry(request: Request) -> BankRegistry:
+async def _registry(request: Request) -> BankRegistry:
     state = request.app.state
     registry = getattr(state, "banks", None)
     if registry is None:
