@@ -11,7 +11,9 @@ its own INDEX_PREFIX (`bench-ingest-*`, dropped afterwards) in the local node `b
   its memories are searchable, so a lone client waits for a refresh per batch) and =false;
 - `importer`: `python -m service.cli.importer FILE.jsonl --json` as a subprocess; the rate is the
   importer's own (stored / run time), the wall time includes process start and model load;
-  with and without the corpus's edges (~1.25 per memory, through the association service).
+  with and without the corpus's edges (~1.25 per memory, through the association service);
+- `engine alone`: the importer's documents, built beforehand, as raw `_bulk` from 1 and 2 connections
+  (refresh off): the engine's own ceiling on this machine.
 
 Service-side embedding uses EMBEDDING_BACKEND (default onnx). Writes bench/out/ingest.json and ingest.md.
 """
@@ -103,6 +105,49 @@ def via_importer(url: str, rows: list[dict], *, backend: str, label: str, tmp: P
             "edges_stored": report["edges_stored"], "embedded": report["embedded"], "failed": report["failed"]}
 
 
+def via_engine(url: str, rows: list[dict], *, connections: int, embedder, label: str) -> dict:
+    """The engine alone: the importer's own documents, built and serialised beforehand, sent as
+    `connections` parallel `_bulk` requests of 500 into a fresh memories index with refresh off.
+    The ceiling any client of this engine can reach; the importer's rate is below it by what its
+    own work (validation, vectors, JSON) takes from the same cores."""
+    from opensearchpy import OpenSearch
+
+    from service.admin.importing import Importer
+    from service.config import Settings
+    from service.storage.bootstrap import render_template
+
+    prefix = f"bench-ingest-raw-{os.getpid()}"
+    settings = Settings(opensearch_url=url, index_prefix=prefix)
+    client = OpenSearch(hosts=[url], timeout=600)
+    drop(url, prefix)
+    index = f"{prefix}-memories-v1"
+    body = render_template("memories", settings, dimension=embedder.dimension)["template"]
+    body["settings"]["index"]["refresh_interval"] = "-1"
+    client.indices.create(index=index, body=body)
+    importer = Importer(settings, client, embedder)
+    lines: list[bytes] = []
+    for start in range(0, len(rows), 500):
+        batch = importer._prepare(start, list(enumerate(rows[start : start + 500], start)))
+        lines += [orjson.dumps({"index": {"_id": it.prepared.memory_id}}) + b"\n" + orjson.dumps(it.prepared.doc) + b"\n" for it in batch.memories]
+    chunks = [b"".join(lines[i : i + 500]) for i in range(0, len(lines), 500)]
+    try:
+        with httpx.Client(base_url=url, timeout=600, limits=httpx.Limits(max_connections=connections + 1)) as http:
+            def send(chunk: bytes) -> None:
+                r = http.post(f"/{index}/_bulk", content=chunk, headers={"content-type": "application/x-ndjson"})
+                if r.status_code != 200 or r.json().get("errors"):
+                    raise RuntimeError(f"bulk failed: {r.status_code} {r.text[:300]}")
+
+            started = time.perf_counter()
+            with ThreadPoolExecutor(connections) as pool:
+                list(tqdm(pool.map(send, chunks), total=len(chunks), desc=label, unit="bulk", file=sys.stderr, leave=False))
+            seconds = time.perf_counter() - started
+    finally:
+        drop(url, prefix)
+        client.close()
+    return {"path": "engine alone (_bulk)", "label": label, "n": len(lines), "batch": 500, "clients": connections,
+            "seconds": round(seconds, 2), "memories_per_s": round(len(lines) / seconds, 1)}
+
+
 def markdown(res: dict) -> str:
     lines = ["| path | vectors | memories | batch × clients | WRITE_REFRESH | memories/s | notes |", "|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
@@ -126,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-embed", type=int, default=1000, help="memories the service embeds, through POST /memory/batch (default 1000)")
     parser.add_argument("--import", dest="imp", type=int, default=20000, help="memories with vectors through the importer (default 20000)")
     parser.add_argument("--import-embed", type=int, default=2000, help="memories the importer embeds (default 2000)")
+    parser.add_argument("--engine", type=int, default=20000, help="memories with vectors sent as raw _bulk, 1 and 2 connections (default 20000)")
     parser.add_argument("--batch", type=int, default=500, help="memories per POST /memory/batch (max 500, default 500)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for the second API row (default 4)")
     parser.add_argument("--url", help=f"OpenSearch URL (default: the local node {C.NODE_NAME!r})")
@@ -148,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         ("importer", args.imp, True, False, {}),
         ("importer", args.imp, True, True, {}),
         ("importer", args.import_embed, False, False, {}),
+        ("engine", args.engine, True, False, dict(connections=1)),
+        ("engine", args.engine, True, False, dict(connections=2)),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for i, (path, n, vectors, edges, kw) in enumerate(plan):
@@ -155,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rows = records(n, vectors=vectors, edges=edges, seed=100 + i, embedder=embedder)
             vec = "given" if vectors else f"embedded by the service ({args.backend})"
-            label = f"{path} {'vectors' if vectors else 'embed'}{' edges' if edges else ''} {kw.get('clients', '')}{kw.get('refresh', '')}"
-            if path == "api":
+            label = f"{path} {'vectors' if vectors else 'embed'}{' edges' if edges else ''} {kw.get('clients', kw.get('connections', ''))}{kw.get('refresh', '')}"
+            if path == "engine":
+                row = via_engine(url, rows, embedder=embedder, label=label, **kw)
+            elif path == "api":
                 row = via_api(url, rows, batch=min(args.batch, 500), backend=args.backend, label=label, **kw)
             else:
                 row = via_importer(url, rows, backend=args.backend, label=label, tmp=Path(tmp))
@@ -164,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             res["rows"].append(row)
             print(f"{label:40s} {row['memories_per_s']:8.0f} memories/s", file=sys.stderr)
     res["load_avg_after"] = load_avg()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2))
     table = markdown(res)
     args.out.with_suffix(".md").write_text(table + "\n")
