@@ -54,7 +54,8 @@ def gather(limit: int = 10, prefix: str = "bench-locomo", data_path: Path = DEFA
         p = RecallRequest.from_settings(settings, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
         outcome = svc.run_query(p, p.query, limit, now, Timings(), None)
         cands = [h.candidate("vector") for h in outcome.hits.values()]
-        out.append({"qa": qa, "cands": cands, "req": outcome.scoring, "vector": outcome.vector})
+        prev = {mid: h.source.get("thread_prev") for mid, h in outcome.hits.items()}
+        out.append({"qa": qa, "cands": cands, "req": outcome.scoring, "vector": outcome.vector, "prev": prev})
     return out
 
 
@@ -167,6 +168,29 @@ def vec_scale(k: float):
     return fn
 
 
+def neighbour_bonus(weight: float, which: str) -> Variant:
+    """final += weight x the best final score among the candidate's thread neighbours in the pool:
+    the memory before it (`prev`), the memories after it (`next`), or `both`."""
+
+    def variant(ranked: list[ScoredCandidate], item: dict) -> list[ScoredCandidate]:
+        prev = item["prev"]
+        score = {s.candidate.id: s.final_score for s in ranked}
+        after: dict[str, list[str]] = {}
+        for mid, p in prev.items():
+            if p:
+                after.setdefault(p, []).append(mid)
+        out = []
+        for s in ranked:
+            mid = s.candidate.id
+            near = [score[prev[mid]]] if which in ("prev", "both") and prev.get(mid) in score else []
+            if which in ("next", "both"):
+                near += [score[n] for n in after.get(mid, ()) if n in score]
+            out.append(dataclasses.replace(s, final_score=s.final_score + weight * max(near, default=0.0)))
+        return sort_scored(out)
+
+    return variant
+
+
 def variants() -> dict[str, tuple[Variant, dict]]:
     """name -> (re-ranking function, ScoringRequest overrides)."""
     engram = {"profile": "engram"}
@@ -194,6 +218,10 @@ def variants() -> dict[str, tuple[Variant, dict]]:
     for w in (0.0, 0.05, 0.1, 0.2, 0.3):
         out[f"date weight {w}"] = (identity, {**engram, "date_weight": w})
     out["no thread context, no dates"] = (identity, {**engram, "thread_context_weight": 0.0, "date_weight": 0.0})
+    # A bonus from the best-scored thread neighbour in the pool (the opposite of thread diversity).
+    for which in ("prev", "next", "both"):
+        for w in (0.05, 0.1, 0.2, 0.3):
+            out[f"neighbour bonus {which} {w}"] = (neighbour_bonus(w, which), engram)
     # With --embed-context: the context embedded with the content (instead of, or beside, the content alone).
     for mix in (1.0, 0.5):
         out[f"embedded with context (mix {mix})"] = (reweight(vec_with_context(mix)), engram)

@@ -245,6 +245,9 @@ class Settings(BaseSettings):
     # engram profile: the date component, for queries that name a date ("in July 2023", "last week"),
     # met by the dates a memory was written on or speaks of (resolved at write time, service/dateterms.py).
     search_weight_date: float = Field(default=0.1, ge=0)
+    # engram profile: a memory gains this share of the best score among its thread neighbours in the
+    # candidate pool (the memory before it, those after it; scoring/neighbours.py). 0: off.
+    search_thread_neighbour_weight: float = Field(default=0.2, ge=0, le=1)
     # A sentence-transformers CrossEncoder (name or folder; needs the models extra) that re-scores the
     # top N of every ranked recall: final += weight x its relevance in [0, 1]. Unset: no reranking.
     recall_rerank_model: str | None = None

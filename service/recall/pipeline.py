@@ -20,6 +20,7 @@ from datetime import datetime
 from scoring.context import ContextProfile, build_context_profile
 from scoring.floors import has_temporal_intent
 from scoring.keywords import extract_keywords
+from scoring.neighbours import neighbour_bonus
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate, sort_scored
 from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
@@ -214,6 +215,9 @@ class RecallService:
         scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
         ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
+        if req.scoring_profile == "engram" and self.settings.thread_context_enabled:
+            prev = {mid: h.source.get("thread_prev") for mid, h in retrieved.hits.items()}
+            ranked = neighbour_bonus(ranked, prev, self.settings.search_thread_neighbour_weight)
         ranked = placement.window_boost(ranked, {mid for mid, h in retrieved.hits.items() if "temporal" in h.arms}, self.weights.temporal)
         placed = placement.place(
             ranked, fallback_ids=retrieved.fallback_ids,

@@ -65,6 +65,32 @@ def test_the_context_weight_is_a_setting(make_client):
     assert {r["id"]: r["score_components"]["keyword"] for r in body["results"]}.get("a", 0.0) == 0.0
 
 
+def neighbour(body: dict) -> dict[str, float]:
+    return {r["id"]: r["score_components"].get("neighbour", 0.0) for r in body["results"]}
+
+
+def test_a_turn_gains_from_its_matching_neighbours(api):
+    turn(api, "q", "What did you do last weekend?", 0)
+    turn(api, "a", "Went to the lake with the kids.", 1)
+    turn(api, "r", "It was lovely, thanks.", 2)
+    loose = put(api, "Weekend plans are not set yet.", tags=["misc"])
+    body = recall(api, query="last weekend", limit=10, adaptive_floor="false")
+    got = neighbour(body)
+    # SEARCH_THREAD_NEIGHBOUR_WEIGHT 0.2: a (after q, the best match) and r (after a) gain a share of
+    # their neighbour's score; the memory of no thread gains nothing.
+    assert got["a"] > 0 and got["r"] > 0 and got.get(loose, 0.0) == 0.0
+    by = {r["id"]: r for r in body["results"]}
+    assert got["r"] < got["a"] <= 0.2 * by["q"]["final_score"] + 1e-9
+
+
+def test_the_neighbour_weight_is_a_setting(make_client):
+    api = make_client(search_thread_neighbour_weight=0.0)
+    turn(api, "q", "What did you do last weekend?", 0)
+    turn(api, "a", "Went to the lake with the kids.", 1)
+    body = recall(api, query="last weekend", limit=3, adaptive_floor="false")
+    assert len(body["results"]) == 2 and set(neighbour(body).values()) == {0.0}
+
+
 def test_disabled_stores_no_context(make_client):
     api = make_client(thread_context_enabled=False)
     turn(api, "q", "What did you do last weekend?", 0)

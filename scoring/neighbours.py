@@ -1,0 +1,46 @@
+"""Thread neighbours: a memory next to a strongly matching memory of its thread gains some of its score.
+
+The turns of a conversation (or the steps of a task log) are locally coherent: the answer to a
+question is often in the reply after the turn that matches the question's words, or in the turn
+before it. Thread context (service/threads/) already lets a memory match its predecessor's words;
+this carries the ranking itself across the link, both ways:
+
+    final += weight x max(final of the memory before it, finals of the memories after it)
+
+over the candidates the arms returned (neighbours outside the pool give nothing), from the scores
+before any bonus, so it does not compound along a thread. Reported as the `neighbour` component.
+Measured on the LoCoMo dev slice (docs/quality.md): weight 0 / 0.1 / 0.2 / 0.3 gave recall@5
+0.661 / 0.695 / 0.703 / 0.704.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from scoring.rerank import ScoredCandidate, sort_scored
+
+
+def neighbour_bonus(ranked: Sequence[ScoredCandidate], prev: Mapping[str, str | None], weight: float) -> list[ScoredCandidate]:
+    """`prev` maps a candidate's id to the id of the memory before it in its thread (None: none).
+    Returns the candidates re-sorted; one without a scored neighbour is unchanged."""
+    if weight <= 0 or not ranked:
+        return list(ranked)
+    score = {s.candidate.id: s.final_score for s in ranked}
+    after: dict[str, list[str]] = {}
+    for mid, before in prev.items():
+        if before and before != mid and mid in score:
+            after.setdefault(before, []).append(mid)
+    out = []
+    for s in ranked:
+        mid = s.candidate.id
+        near = [score[n] for n in after.get(mid, ())]
+        before = prev.get(mid)
+        if before in score and before != mid:
+            near.append(score[before])
+        best = max(near, default=0.0)
+        if best > 0:
+            bonus = weight * best
+            s = replace(s, final_score=s.final_score + bonus, components={**s.components, "neighbour": bonus})
+        out.append(s)
+    return sort_scored(out)
