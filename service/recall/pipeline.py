@@ -342,10 +342,14 @@ class RecallService:
                 pool.extras.setdefault(mid, {})["relations"] = relations
 
     def track_access(self, page: Sequence[ScoredCandidate], pool: Pool, now: datetime, defer: Callable[..., None] | None) -> None:
-        """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent."""
+        """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent.
+        Nothing is deferred when every seed was touched recently: a background task costs a thread-pool
+        round trip, and the next request on the same connection waits for it."""
         seen = {s.candidate.id: pool.hits[s.candidate.id].source.get("last_accessed") if s.candidate.id in pool.hits else None
                 for s in page if s.candidate.id not in pool.fallback_ids}
-        (defer or _call_now)(self.store.touch, seen, now)
+        stale = self.store.stale_accesses(seen, now)
+        if stale:
+            (defer or _call_now)(self.store.touch, stale, now)
 
 
 def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:

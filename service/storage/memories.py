@@ -217,6 +217,10 @@ class MemoryStore:
         actions = [{"_op_type": op, "_index": self.alias, "_id": mid, "_source": doc} for mid, doc in docs]
         return run_bulk(self.client, actions, what="bulk store memories", refresh=refresh or self.refresh)
 
+    def stale_accesses(self, seen: Mapping[str, str | None], now: datetime) -> dict[str, str | None]:
+        """The part of `seen` ({id: stored last_accessed}) that `touch` would rewrite; no I/O."""
+        return {mid: stored for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)}
+
     def touch(self, seen: Mapping[str, str | None], now: datetime) -> None:
         """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
         without waiting for a refresh.
