@@ -21,8 +21,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.locomo import CATEGORIES, DEFAULT_DATA, evidence_ids
+from scoring import neighbours
 from scoring.floors import apply_score_filter
-from scoring.keywords import stemmed_words
 from scoring.rerank import ScoredCandidate, rank, sort_scored
 
 Variant = Callable[[list[ScoredCandidate], dict], list[ScoredCandidate]]
@@ -169,24 +169,10 @@ def vec_scale(k: float):
 
 
 def neighbour_bonus(weight: float, which: str) -> Variant:
-    """final += weight x the best final score among the candidate's thread neighbours in the pool:
-    the memory before it (`prev`), the memories after it (`next`), or `both`."""
+    """scoring.neighbours with the memory before it (`prev`), those after it (`next`), or `both`."""
 
     def variant(ranked: list[ScoredCandidate], item: dict) -> list[ScoredCandidate]:
-        prev = item["prev"]
-        score = {s.candidate.id: s.final_score for s in ranked}
-        after: dict[str, list[str]] = {}
-        for mid, p in prev.items():
-            if p:
-                after.setdefault(p, []).append(mid)
-        out = []
-        for s in ranked:
-            mid = s.candidate.id
-            near = [score[prev[mid]]] if which in ("prev", "both") and prev.get(mid) in score else []
-            if which in ("next", "both"):
-                near += [score[n] for n in after.get(mid, ()) if n in score]
-            out.append(dataclasses.replace(s, final_score=s.final_score + weight * max(near, default=0.0)))
-        return sort_scored(out)
+        return neighbours.neighbour_bonus(ranked, item["prev"], weight, before=which != "next", after=which != "prev")
 
     return variant
 

@@ -21,23 +21,27 @@ from dataclasses import replace
 from scoring.rerank import ScoredCandidate, sort_scored
 
 
-def neighbour_bonus(ranked: Sequence[ScoredCandidate], prev: Mapping[str, str | None], weight: float) -> list[ScoredCandidate]:
+def neighbour_bonus(
+    ranked: Sequence[ScoredCandidate], prev: Mapping[str, str | None], weight: float, *, before: bool = True, after: bool = True,
+) -> list[ScoredCandidate]:
     """`prev` maps a candidate's id to the id of the memory before it in its thread (None: none).
-    Returns the candidates re-sorted; one without a scored neighbour is unchanged."""
+    `before` / `after`: whether the memory before it and those after it count (bench.tune_locomo
+    compares them; recall counts both). Returns the candidates re-sorted; one without a scored
+    neighbour is unchanged."""
     if weight <= 0 or not ranked:
         return list(ranked)
     score = {s.candidate.id: s.final_score for s in ranked}
-    after: dict[str, list[str]] = {}
-    for mid, before in prev.items():
-        if before and before != mid and mid in score:
-            after.setdefault(before, []).append(mid)
+    followers: dict[str, list[str]] = {}
+    for mid, earlier in prev.items():
+        if earlier and earlier != mid and mid in score:
+            followers.setdefault(earlier, []).append(mid)
     out = []
     for s in ranked:
         mid = s.candidate.id
-        near = [score[n] for n in after.get(mid, ())]
-        before = prev.get(mid)
-        if before in score and before != mid:
-            near.append(score[before])
+        near = [score[n] for n in followers.get(mid, ())] if after else []
+        earlier = prev.get(mid)
+        if before and earlier in score and earlier != mid:
+            near.append(score[earlier])
         best = max(near, default=0.0)
         if best > 0:
             bonus = weight * best

@@ -230,10 +230,7 @@ class MemoryStore:
         HNSW insertion now and a merge later), so hot memories are rewritten at most once per period.
         """
         when = iso(now)
-        actions = [
-            {"_op_type": "update", "_index": self.alias, "_id": mid, "doc": {"last_accessed": when}}
-            for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)
-        ]
+        actions = [{"_op_type": "update", "_index": self.alias, "_id": mid, "doc": {"last_accessed": when}} for mid in self.stale_accesses(seen, now)]
         if not actions:
             return
         try:
