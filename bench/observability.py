@@ -3,7 +3,7 @@
     python -m bench.observability --url http://127.0.0.1:9200 [--requests 400 --rounds 3]
 
 - `off`: METRICS_ENABLED=false (request ids stay: they cannot be turned off);
-- `metrics`: the default (the instrumentator middleware and the recall stage histograms);
+- `metrics`: the default (the HTTP metrics middleware and the recall stage histograms);
 - `metrics+log`: RECALL_LOG_ENABLED=true as well (one document per recall, written in the background).
 
 Each configuration is its own `python -m service` on its own INDEX_PREFIX (`bench-obs-*`, dropped

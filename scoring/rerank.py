@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from typing import Any
 
@@ -28,15 +29,15 @@ from scoring.components import (
     bm25_normalized,
     date_match,
     exact_from_terms,
-    idf_keyword_share_in_thread,
     keyword_points,
     keyword_share,
     metadata_score,
-    metadata_terms,
     recency_score,
     tag_score,
 )
 from scoring.context import ContextProfile, context_bonus
+from scoring.idf_share import KeywordPlan, keyword_plan, planned_share_in_thread
+from scoring.metadata_terms import metadata_term_lists
 from scoring.keywords import topic_keywords
 from scoring.weights import RecencyConfig, Weights
 
@@ -131,6 +132,12 @@ class ScoringRequest:
         object.__setattr__(self, "relevance_gate", gate)
         object.__setattr__(self, "keywords", tuple(self.keywords))
 
+    @cached_property
+    def keyword_plan(self) -> KeywordPlan:
+        """The engram idf keyword share's query side (topic keywords, stems, IDF weights), once per
+        request rather than once per candidate."""
+        return keyword_plan(topic_keywords(self.keywords), self.idf)
+
 
 @dataclass(frozen=True)
 class ScoredCandidate:
@@ -154,10 +161,8 @@ def _terms(c: Candidate) -> tuple[tuple[str, ...], tuple[str, ...]]:
     present, else the stored terms."""
     if not c.metadata:
         return tuple(c.metadata_terms), tuple(c.metadata_terms)
-    every = tuple(metadata_terms(c.metadata, include_entities=True))
-    if "entities" not in c.metadata:
-        return every, every
-    return every, tuple(metadata_terms(c.metadata, include_entities=False))
+    every, without_entities = metadata_term_lists(c.metadata)
+    return tuple(every), tuple(without_entities)
 
 
 def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, float]:
@@ -176,7 +181,7 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
         if req.keyword_mode == "bm25":
             keyword = bm25_normalized(c.bm25, req.max_bm25)
         else:
-            keyword = idf_keyword_share_in_thread(topic_keywords(keywords), c.content, c.thread_context, req.idf, req.thread_context_weight)
+            keyword = planned_share_in_thread(req.keyword_plan, c.content, c.thread_context, req.thread_context_weight)
     if c.match_type == TRENDING_MATCH_TYPE:
         keyword = _number(c.importance)
     metadata = metadata_score(keywords, req.query, c.metadata) if c.in_metadata_arm else 0.0

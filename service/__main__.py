@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -62,6 +63,22 @@ class _Server(uvicorn.Server):
         await self.app_exit.aclose()
 
 
+# Objects allocated and not yet freed before the cyclic collector runs (Python's default is 700). A
+# recall parses a ~150 KB engine response into ~10k objects that refcounting frees when it ends; at
+# 700 the collector ran ~2 times per recall and re-scanned them, ~1.2 ms of CPU per recall (measured
+# with gc.callbacks over 100 recalls at 100k memories). 50,000 lets a request's objects die first.
+GC_GEN0_THRESHOLD = 50_000
+
+
+def settle_gc() -> None:
+    """Once the app has started: what startup built (the model, the routes' schemas, ...) lives as
+    long as the process, so the collector stops scanning it (gc.freeze), and collections get rarer."""
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+
+
 async def serve(app, config: uvicorn.Config, json_logs: bool) -> int:
     stack = AsyncExitStack()
     try:
@@ -69,6 +86,7 @@ async def serve(app, config: uvicorn.Config, json_logs: bool) -> int:
     except STARTUP_ERRORS as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr, flush=True)
         return 2
+    settle_gc()
     try:
         await _Server(config, stack, json_logs).serve()
     finally:

@@ -1,10 +1,10 @@
 """Prometheus metrics of one app: HTTP traffic, recall stages, engine errors, background queues.
 
-- HTTP: prometheus-fastapi-instrumentator's middleware, with our own two instrumentations so the
-  labels stay bounded: `handler` is the route template (`/memory/{memory_id}`, never the raw path;
-  paths that match no route are `none`), `method` one of the HTTP methods (anything else: `other`),
-  `status` the exact code. Latency is the time until the response started: what a client waits
-  for, without streamed bodies (GET /stream) or the work a route defers until after its response.
+- HTTP (service/observability/http_metrics.py): the labels stay bounded: `handler` is the route
+  template (`/memory/{memory_id}`, never the raw path; paths that match no route are `none`),
+  `method` one of the HTTP methods (anything else: `other`), `status` the exact code. Latency is
+  the time until the response started: what a client waits for, without streamed bodies
+  (GET /stream) or the work a route defers until after its response.
 - Recall: every stage the pipeline reports in its body's `timings` (embed, search, score, ...) and
   the whole `query_time_ms`, observed after the recall; the body is left as it is.
 - Engine errors: counted where storage.client maps them (service/observability/counters.py).
@@ -25,17 +25,15 @@ from prometheus_client import (CollectorRegistry, Counter, Histogram, disable_cr
                                process_collector)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_fastapi_instrumentator import Instrumentator
-from prometheus_fastapi_instrumentator.metrics import Info
 from starlette.applications import Starlette
 
 from service.observability.counters import ENGINE_ERRORS
+from service.observability.http_metrics import HttpMetricsMiddleware
 
 # No `*_created` series next to each counter and histogram: Prometheus does not need them, and they
 # double the lines of every scrape.
 disable_created_metrics()
 
-METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Seconds. Requests: from a cached health check (~1 ms) to a large import or backup (minutes).
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Recall stages run from ~0.1 ms (rank) to ~100 ms (a cold kNN search); the whole recall adds the embedding.
@@ -66,14 +64,11 @@ class Metrics:
 
     # --- HTTP --------------------------------------------------------------------------------------
     def instrument(self, app: Starlette) -> None:
-        Instrumentator(should_group_status_codes=False, should_group_untemplated=True).add(self.observe_http).instrument(app)
+        app.add_middleware(HttpMetricsMiddleware, observe=self.observe_http)
 
-    def observe_http(self, info: Info) -> None:
-        method = info.method if info.method in METHODS else "other"
-        labels = (method, info.modified_handler, info.modified_status)
-        self.requests.labels(*labels).inc()
-        seconds = info.modified_duration_without_streaming or info.modified_duration
-        self.latency.labels(*labels).observe(seconds)
+    def observe_http(self, method: str, handler: str, status: str, seconds: float) -> None:
+        self.requests.labels(method, handler, status).inc()
+        self.latency.labels(method, handler, status).observe(seconds)
 
     # --- recall ------------------------------------------------------------------------------------
     def observe_recall(self, body: Mapping[str, Any]) -> None:

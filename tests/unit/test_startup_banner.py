@@ -35,3 +35,14 @@ def test_banner_with_an_engine_and_a_token_from_the_environment(monkeypatch):
         "  engine  http://127.0.0.1:9200",
         "  token   AUTOMEM_API_TOKEN from the environment",
     ]
+
+
+def test_once_started_the_collector_leaves_startup_objects_alone_and_runs_less_often():
+    # In a child process: freezing the test runner's own heap would outlive the test.
+    import subprocess
+    import sys
+
+    probe = ("import gc; from service.__main__ import settle_gc, GC_GEN0_THRESHOLD; before = gc.get_threshold(); settle_gc(); "
+             "print(gc.get_freeze_count() > 0, gc.get_threshold() == (GC_GEN0_THRESHOLD, *before[1:]), GC_GEN0_THRESHOLD > before[0])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "True"]

@@ -16,6 +16,7 @@ import sys
 import scoring
 import scoring.components, scoring.context, scoring.floors
 import scoring.keywords, scoring.rerank, scoring.weights
+import scoring.idf_share, scoring.metadata_sidecar, scoring.metadata_terms, scoring.neighbours
 roots = sorted({name.split('.')[0] for name in sys.modules})
 print('\\n'.join(roots))
 """

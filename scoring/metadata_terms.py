@@ -1,0 +1,97 @@
+"""Metadata terms: the whitelisted metadata values of a memory as lowercased terms.
+
+They are stored with each memory (the `metadata_terms` keyword field the metadata arm searches) and
+read by the tag, exact and context components. AutoMem's `_collect_metadata_terms`
+(automem/utils/scoring.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+# automem/search/runtime_recall_helpers.py METADATA_SEARCH_FIELDS: the whitelisted metadata
+# fields searched by the sidecar and echoed into the `metadata_terms` keyword field.
+METADATA_FIELDS: tuple[str, ...] = (
+    "source",
+    "source_agent",
+    "source_agents",
+    "repo",
+    "project",
+    "tool",
+    "surface",
+    "applies_to",
+    "trigger",
+    "provider",
+    "model",
+    "entities",
+)
+# automem/utils/scoring.py `_collect_metadata_terms`: longer strings are not terms.
+MAX_METADATA_TERM_LENGTH = 256
+# automem/utils/scoring.py `_collect_metadata_terms`: the token pattern inside a term.
+_METADATA_TERM_TOKEN = re.compile(r"[a-z0-9_\-]+")
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Appends every string in `value`, lists and nested mappings flattened (no generators: this
+    runs for every candidate of every recall)."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _strings(item, out)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _strings(item, out)
+
+
+# Cached: metadata values are categorical (sources, projects, tools, names) and recur across the
+# memories of every recall.
+@lru_cache(maxsize=16384)
+def _terms_of(raw: str) -> tuple[str, ...]:
+    """The whole stripped lowercased value and its tokens; nothing for an empty or too long value."""
+    value = raw.strip()
+    if not value or len(value) > MAX_METADATA_TERM_LENGTH:
+        return ()
+    lowered = value.lower()
+    return (lowered, *_METADATA_TERM_TOKEN.findall(lowered))
+
+
+def metadata_terms(
+    metadata: Mapping[str, Any] | None, *, include_entities: bool = True
+) -> list[str]:
+    """Lowercased terms of the whitelisted metadata values, in first-seen order.
+
+    For every string value (lists and nested dicts such as `entities: {people: [...]}` are
+    flattened) of at most 256 characters: the whole stripped lowercased value and each of its
+    `[a-z0-9_-]+` tokens, as AutoMem's `_collect_metadata_terms` (automem/utils/scoring.py).
+    `include_entities=False` leaves out the generated `entities`, which AutoMem ignores for the
+    tag component.
+    """
+    every, without_entities = metadata_term_lists(metadata)
+    return every if include_entities else without_entities
+
+
+def metadata_term_lists(metadata: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """`metadata_terms` with and without the generated `entities`, from one walk of the metadata."""
+    if not isinstance(metadata, Mapping):
+        return [], []
+    without: dict[str, None] = {}
+    strings: list[str] = []
+    for name in METADATA_FIELDS:
+        if name != "entities" and name in metadata:
+            _strings(metadata[name], strings)
+    for raw in strings:
+        without.update(dict.fromkeys(_terms_of(raw)))
+    if "entities" not in metadata:
+        terms = list(without)
+        return terms, terms
+    # `entities` is the last whitelisted field, so its terms come after all the others.
+    every = dict(without)
+    strings = []
+    _strings(metadata["entities"], strings)
+    for raw in strings:
+        every.update(dict.fromkeys(_terms_of(raw)))
+    return list(every), list(without)
