@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 UTC = timezone.utc
+_ZERO = timedelta(0)
 
 # Engram choice: bounds that fall outside what ``datetime`` can hold are clamped to these
 # (AutoMem would raise OverflowError, a 500, for e.g. "last 1000000000 days").
@@ -125,6 +126,18 @@ def stored_datetime(value: object) -> datetime | None:
     """A timestamp read back from a stored document: None when missing or unparseable."""
     if not value:
         return None
+    # Stored timestamps were normalised when written, so fromisoformat alone reads them (this runs
+    # twice per recall candidate); anything else takes the full parser's path.
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                return parsed.replace(tzinfo=UTC)
+            if parsed.utcoffset() == _ZERO:
+                return parsed if parsed.tzinfo is UTC else parsed.replace(tzinfo=UTC)
     try:
         return parse_iso_datetime(str(value))
     except ValueError:

@@ -542,3 +542,20 @@ def test_resolve_time_window_start_after_end(
 ) -> None:
     with pytest.raises(ValueError, match=r"^Invalid time window: start .* is after end "):
         resolve_time_window(start=start, end=end, time_query=time_query, now=NOW)
+
+
+@pytest.mark.parametrize("value", [
+    "2025-03-10T10:30:00+00:00", "2025-03-10T10:30:00.123456+00:00", "2025-03-10T10:30:00Z", "2025-03-10T10:30:00",
+    "2025-03-10", "2025-03-10T12:30:00+02:00", "2025-03-10t10:30:00z", " 2025-03-10T10:30:00Z ", "20250310T103000Z",
+    "0001-01-01T00:30:00+01:00", "not a date", "", None, 12,
+])
+def test_stored_datetime_reads_what_the_full_parser_reads(value):
+    from service.timeparse import stored_datetime
+
+    try:
+        expected = parse_iso_datetime(str(value)) if value else None
+    except ValueError:
+        expected = None
+    got = stored_datetime(value)
+    assert got == expected
+    assert got is None or got.tzinfo is not None and got.utcoffset().total_seconds() == 0
