@@ -333,7 +333,7 @@ def context_bonus(
     if _type_hit(profile, type):
         bonus += CONTEXT_TYPE_BONUS
     if profile.keywords:
-        terms = set(metadata_terms)
+        terms = metadata_terms if isinstance(metadata_terms, (set, frozenset)) else set(metadata_terms)
         if any(keyword in terms for keyword in profile.keywords):
             bonus += CONTEXT_KEYWORD_BONUS
     if profile.priority_ids and memory_id in profile.priority_ids:

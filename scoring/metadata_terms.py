@@ -59,6 +59,31 @@ def _terms_of(raw: str) -> tuple[str, ...]:
     return (lowered, *_METADATA_TERM_TOKEN.findall(lowered))
 
 
+@lru_cache(maxsize=16384)
+def _term_set(raw: str) -> frozenset[str]:
+    return frozenset(_terms_of(raw))
+
+
+_FIELDS = frozenset(METADATA_FIELDS) - {"entities"}
+_NONE: frozenset[str] = frozenset()
+
+
+def metadata_term_sets(metadata: Mapping[str, Any] | None) -> tuple[frozenset[str], frozenset[str]]:
+    """`metadata_term_lists` as sets (with and without `entities`): what the tag, exact and context
+    components test membership in, built from cached per-value sets (this runs for every candidate)."""
+    if not isinstance(metadata, Mapping):
+        return _NONE, _NONE
+    strings: list[str] = []
+    for name in _FIELDS.intersection(metadata):
+        _strings(metadata[name], strings)
+    without = _NONE.union(*map(_term_set, strings)) if strings else _NONE
+    if "entities" not in metadata:
+        return without, without
+    strings = []
+    _strings(metadata["entities"], strings)
+    return (without.union(*map(_term_set, strings)) if strings else without), without
+
+
 def metadata_terms(
     metadata: Mapping[str, Any] | None, *, include_entities: bool = True
 ) -> list[str]:

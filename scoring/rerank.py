@@ -37,7 +37,7 @@ from scoring.components import (
 )
 from scoring.context import ContextProfile, context_bonus
 from scoring.idf_share import KeywordPlan, keyword_plan, planned_share_in_thread
-from scoring.metadata_terms import metadata_term_lists
+from scoring.metadata_terms import metadata_term_sets
 from scoring.keywords import topic_keywords
 from scoring.weights import RecencyConfig, Weights
 
@@ -156,13 +156,13 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _terms(c: Candidate) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _terms(c: Candidate) -> tuple[frozenset[str], frozenset[str]]:
     """Metadata terms (all, and without the generated entities) from the metadata itself when
-    present, else the stored terms."""
+    present, else the stored terms. Sets: the components only test membership."""
     if not c.metadata:
-        return tuple(c.metadata_terms), tuple(c.metadata_terms)
-    every, without_entities = metadata_term_lists(c.metadata)
-    return tuple(every), tuple(without_entities)
+        stored = frozenset(c.metadata_terms)
+        return stored, stored
+    return metadata_term_sets(c.metadata)
 
 
 def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, float]:

@@ -149,13 +149,15 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     install_docs(app)
     app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes)
     install_observability(app, cfg)  # after RequestGuard: metrics and request ids run around it
+    # Routers are matched in this order: recall, the hottest route, first (matching a request against
+    # every earlier router's routes cost ~0.2 ms of each recall).
+    app.include_router(recall.router)
     app.include_router(health.router)
     app.include_router(by_tag.router)  # before memory: /memory/by-tag is not /memory/{memory_id}
     app.include_router(signet.router)  # before memory too: /memory/search and /memory/similar
     app.include_router(memory.router)
     app.include_router(associate.router)
     app.include_router(graph.router)
-    app.include_router(recall.router)
     app.include_router(enrichment.router)
     app.include_router(stream.router)
     app.include_router(consolidate.router)

@@ -61,7 +61,7 @@ class QueryModel(BaseModel):
                 out[name] = [str(v).strip() for v in out[name] if str(v).strip()]
         for name in cls.vector_fields:
             if name in out:
-                out[name] = [p.strip() for v in out[name] for p in str(v).replace("[", "").replace("]", "").split(",") if p.strip()]
+                out[name] = [p for v in out[name] for p in map(str.strip, str(v).replace("[", "").replace("]", "").split(",")) if p]
         for name in cls.choice_fields:
             if isinstance(out.get(name), str):
                 out[name] = out[name].strip().lower()

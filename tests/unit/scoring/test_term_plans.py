@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from scoring.idf_share import keyword_plan, planned_share_in_thread
 from scoring.keywords import keyword_stems, stemmed_words
-from scoring.metadata_terms import METADATA_FIELDS, metadata_term_lists, metadata_terms
+from scoring.metadata_terms import METADATA_FIELDS, metadata_term_lists, metadata_term_sets, metadata_terms
 from scoring.rerank import ScoringRequest
 
 pytestmark = pytest.mark.unit
@@ -73,6 +73,7 @@ def test_metadata_term_lists_match_the_plain_definition(metadata):
     assert without == reference_terms(metadata, include_entities=False)
     assert metadata_terms(metadata) == every
     assert metadata_terms(metadata, include_entities=False) == without
+    assert metadata_term_sets(metadata) == (set(every), set(without))
 
 
 def test_entities_come_last_and_are_left_out_without_them():
