@@ -1,9 +1,12 @@
 """The HTTP protocol uvicorn serves the app with: its own, so that even a request the HTTP parser
-refuses (a URL over about 64 KiB, a control character in a header) is answered with the error shape.
+refuses is answered with the error shape, and so that a request's head has a size limit.
 
-uvicorn answers those itself, before any ASGI code runs, with a text/plain "Invalid HTTP request
-received."; this subclass only replaces that answer's body (the connection is still closed, as
-the parser cannot go on after a malformed request).
+- uvicorn answers what its parser refuses (a URL over about 64 KiB, a control character in a header)
+  itself, before any ASGI code runs, with a text/plain "Invalid HTTP request received."; here only
+  that answer's body changes (the connection is still closed: the parser cannot go on).
+- uvicorn and httptools put no bound on the header fields: a client could make the service buffer
+  megabytes of headers before any ASGI code runs. A request line plus headers larger than
+  MAX_REQUEST_HEAD_BYTES gets a 431 with the error shape and the connection is closed.
 """
 
 from __future__ import annotations
@@ -17,12 +20,45 @@ MALFORMED = (
     "Invalid HTTP request: the request line or a header could not be parsed "
     "(URLs longer than about 64 KiB and control characters in header values are refused)"
 )
+# The request line and the header fields together. A recall with a 3072-dimension embedding in its
+# query string needs ~40 KiB; browsers and proxies cap a head at 8-64 KiB.
+MAX_REQUEST_HEAD_BYTES = 128 * 1024
+HEAD_TOO_LARGE = f"The request line and headers are larger than {MAX_REQUEST_HEAD_BYTES} bytes"
 
 
 class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
+    # Bytes of the current request's head received so far; reset when a request begins.
+    _head_bytes = 0
+    _in_head = True
+    _refused = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        in_head = self._in_head
+        super().data_received(data)
+        # Counted after the parser has seen the chunk: a chunk that completes the head may carry
+        # body bytes, which do not count. What is buffered past the limit is one chunk at most.
+        if in_head and self._in_head and not self._refused:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_REQUEST_HEAD_BYTES:
+                self._send_error(431, HEAD_TOO_LARGE)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head, self._head_bytes = True, 0
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
     def send_400_response(self, msg: str) -> None:
-        body = dumps(error_body(400, MALFORMED))
-        content = [STATUS_LINE[400]]
+        self._send_error(400, MALFORMED)
+
+    def _send_error(self, status: int, message: str) -> None:
+        self._refused = True
+        body = dumps(error_body(status, message))
+        content = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             content.extend([name, b": ", value, b"\r\n"])
         content.extend([

@@ -57,6 +57,57 @@ def test_a_request_the_http_parser_refuses_gets_the_error_shape(live, request_by
     assert "URL" in parsed["message"] and "header" in parsed["message"]
 
 
+def _send_slowly(base: str, head: bytes, chunk: int = 65536) -> tuple[int, dict[str, str], bytes]:
+    """Send `head` in chunks, as a client streaming headers does, then read the answer; the server
+    may answer and close before everything is sent."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        try:
+            for i in range(0, len(head), chunk):
+                sock.sendall(head[i:i + chunk])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data = b""
+        try:
+            while part := sock.recv(65536):
+                data += part
+        except ConnectionResetError:
+            pass
+    first, _, body = data.partition(b"\r\n\r\n")
+    lines = first.decode("latin-1").split("\r\n")
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}, body
+
+
+@pytest.mark.parametrize("head", [
+    pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 5_000_000 + b"\r\n\r\n", id="one 5 MB header"),
+    pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 100) for i in range(20_000)) + b"\r\n", id="20,000 headers"),
+])
+def test_a_request_head_over_the_limit_is_a_431_and_the_connection_closes(live, head):
+    from service.api.http_protocol import MAX_REQUEST_HEAD_BYTES
+
+    _, base = live
+    status, headers, body = _send_slowly(base, head)
+    assert status == 431
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    parsed = json.loads(body)
+    assert parsed["code"] == 431 and str(MAX_REQUEST_HEAD_BYTES) in parsed["message"]
+
+
+def test_heads_within_the_limit_and_large_bodies_are_served(live):
+    api, base = live
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    big_header = b"X-Note: " + b"n" * 60_000 + b"\r\n"
+    status, _, _ = _send_slowly(base, b"GET /health HTTP/1.1\r\nHost: x\r\n" + big_header + b"Connection: close\r\n\r\n")
+    assert status == 200
+    # A body far larger than the head limit, arriving with the head in the same chunks, is not head.
+    content = json.dumps({"content": "x" * 300_000}).encode()
+    post = (b"POST /memory HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(content)).encode() + b"\r\nConnection: close\r\n\r\n" + content)
+    status, _, body = _send_slowly(base, post, chunk=len(post))
+    assert status != 431, body
+    assert status in (400, 413), body  # refused for its size by the app (not as a head)
+
+
 def test_the_server_still_serves_after_a_malformed_request(live):
     api, base = live
     raw_request(base, b"GET /health HTTP/1.1\r\nHost: x\r\nX-API-Key: \x00\r\n\r\n")

@@ -172,6 +172,14 @@ def test_health_reports_engine_and_model(api):
     assert health["vector_size"] == 384 and health["embedding"]["vector_size"] == 384
 
 
+def test_health_and_ready_answer_head_probes(api):
+    for path in ("/health", "/ready"):
+        resp = api.head(path)
+        assert resp.status_code == 200, path
+        assert resp.headers["content-type"].startswith("application/json")
+    assert "head" not in api.get("/openapi.json").json()["paths"]["/health"]
+
+
 def test_engine_unreachable_is_503_with_message(make_client, os_client):
     api = make_client()
     # Point the running app's client at a closed port: every engine call now fails to connect.

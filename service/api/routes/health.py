@@ -52,7 +52,9 @@ async def _check(state) -> tuple[dict | None, str | None]:
         return None, "OpenSearch is unreachable"
 
 
+# HEAD too: uptime monitors and load balancers probe with it (the body is not sent).
 @router.get("/health")
+@router.head("/health", include_in_schema=False)
 async def health(request: Request) -> dict:
     state = request.app.state
     settings = state.settings
@@ -79,6 +81,7 @@ async def health(request: Request) -> dict:
 
 
 @router.get("/ready", responses={503: {"description": "The engine is unreachable or red"}})
+@router.head("/ready", include_in_schema=False)
 async def ready(request: Request):
     """200 when the engine answers and is not red, else 503: for load balancers and orchestrators."""
     probe, problem = await _check(request.app.state)
