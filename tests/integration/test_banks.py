@@ -161,3 +161,25 @@ def test_signet_routes_never_show_another_bank(banked):
     assert_error(api.post("/api/memory/recall", json={"query": "x", "scope": "b"}, headers=as_(A_TOKEN)), 404, "Bank b not found")
     assert_error(api.post("/api/hooks/compaction-complete", json={"harness": "h", "summary": "x"}, headers=as_(READ_A_TOKEN, "a")), 403, "remember")
     assert api.get("/memory/search", params={"distinct": "who"}, headers=as_(ALL_TOKEN, "b")).json() == {"values": ["mallory"]}
+
+
+def test_enrichment_status_and_reprocess_act_on_the_requests_bank(banked):
+    from tests.conftest import ADMIN
+
+    api = banked
+    mem(api, "Standup moved to ten in the default bank")
+    in_b = [api.post("/memory", json={"content": f"Bank b note {i} about the Borealis launch"}, headers={"X-Bank": "b"}).json()["memory_id"]
+            for i in range(2)]
+    # The worker is off in tests, so stored memories stay pending: the counts are each bank's own.
+    assert api.get("/enrichment/status").json()["stored"].get("pending") == 1
+    b_status = api.get("/enrichment/status", headers={"X-Bank": "b"}).json()
+    assert b_status["bank"] == "b" and b_status["stored"].get("pending") == 2
+    assert api.get("/enrichment/status", params={"bank": "b"}).json()["stored"].get("pending") == 2
+    admin = {"X-Admin-Token": ADMIN}
+    queued = api.post("/enrichment/reprocess", json={"ids": in_b}, headers={**admin, "X-Bank": "b"}).json()
+    assert queued["ids"] == sorted(in_b) and queued["missing"] == []
+    # From the default bank, bank b's memories are not found.
+    elsewhere = api.post("/enrichment/reprocess", json={"ids": in_b}, headers=admin).json()
+    assert elsewhere["count"] == 0 and elsewhere["missing"] == sorted(in_b)
+    # A token scoped to bank a sees no bank b.
+    assert_error(api.get("/enrichment/status", headers=as_(A_TOKEN, "b")), 404, "Bank b not found")

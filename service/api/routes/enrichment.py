@@ -3,13 +3,15 @@ memory routes call after a successful write."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from pydantic import BaseModel, Field
 
-from service.api.deps import AdminAuth, ApiAuth
+from service.api.deps import BankHeader, BankQuery, ReadScope
+from service.auth import ADMIN, Principal, require_admin_token
+from service.banks import resolve_bank
 from service.errors import BadRequest, EngineUnavailable
 from service.schemas.errors import ADMIN_RESPONSES, ERROR_RESPONSES
 from service.tags import split_list_param
@@ -25,10 +27,11 @@ class ReprocessResponse(BaseModel):
     missing: list[str] = Field(default_factory=list, description="well-formed ids of no stored memory: not queued")
 
 
-@router.get("/enrichment/status", dependencies=[ApiAuth], responses=ERROR_RESPONSES)
-def enrichment_status(request: Request) -> dict[str, Any]:
-    """Queue size, pending and inflight memories, counters, and stored enrichment states."""
-    return request.app.state.enrichment.status()
+@router.get("/enrichment/status", responses=ERROR_RESPONSES)
+def enrichment_status(request: Request, scope: ReadScope) -> dict[str, Any]:
+    """Queue size, pending and inflight memories, counters (the worker's: it serves every bank), and
+    the stored enrichment states of the request's bank (X-Bank or `bank`; default DEFAULT_BANK)."""
+    return {**request.app.state.enrichment.status(scope.bank), "bank": scope.bank}
 
 
 def _ids(raw: Any, where: str) -> list[str]:
@@ -46,11 +49,15 @@ def _ids(raw: Any, where: str) -> list[str]:
     return out
 
 
-@router.post("/enrichment/reprocess", status_code=202, response_model=ReprocessResponse, dependencies=[AdminAuth],
+@router.post("/enrichment/reprocess", status_code=202, response_model=ReprocessResponse,
              responses={202: {"description": "Queued (forced: enriched again even when up to date)"}, **ERROR_RESPONSES, **ADMIN_RESPONSES})
-def enrichment_reprocess(request: Request, ids: str | None = Query(None, description="comma-separated memory ids"),
+def enrichment_reprocess(request: Request, principal: Annotated[Principal, Depends(require_admin_token)],
+                         bank_header: BankHeader = None, bank_query: BankQuery = None,
+                         ids: str | None = Query(None, description="comma-separated memory ids"),
                          body: Any = Body(None, examples=[{"ids": ["m-1", "m-2"]}])):
-    """Enrich memories again (AutoMem: admin token). Unknown ids are reported in `missing`."""
+    """Enrich memories of the request's bank (X-Bank or `bank`; default DEFAULT_BANK) again (AutoMem:
+    admin token). Ids of no memory of that bank are reported in `missing`."""
+    bank = resolve_bank(principal, bank_header or bank_query, request.app.state.settings.default_bank, ADMIN).bank
     if body is not None and not isinstance(body, dict):
         raise BadRequest("body must be an object: {\"ids\": [...]}")
     wanted = list(dict.fromkeys(_ids((body or {}).get("ids"), "ids") + _ids(ids, "ids")))
@@ -60,7 +67,7 @@ def enrichment_reprocess(request: Request, ids: str | None = Query(None, descrip
     if len(wanted) > limit:
         raise BadRequest(f"at most {limit} ids per request (ENRICHMENT_REPROCESS_MAX), got {len(wanted)}")
     worker = request.app.state.enrichment
-    found = request.app.state.memories.existing(wanted)
+    found = request.app.state.memories.for_bank(bank).existing(wanted)
     queued = sorted(found)
     if queued:
         try:
