@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     enrichment_idle_sleep_seconds: float = Field(default=2.0, gt=0)
     enrichment_failure_backoff_seconds: float = Field(default=5.0, ge=0)
     enrichment_reprocess_max: int = Field(default=1000, ge=1)  # ids per POST /enrichment/reprocess
+    # Share of the time each worker thread works while the API serves clients (a request in the last
+    # second); the rest it waits, so a backlog does not take the engine from recalls. 1: never waits.
+    enrichment_duty_while_serving: float = Field(default=0.5, gt=0, le=1)
 
     # --- consolidation, event stream, startup-recall (spec 003; names and defaults are AutoMem's
     # automem/config.py). Intervals of 0 disable a task's schedule; thresholds of 0.0 disable

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from service import __version__
 from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
+from service.enrichment.pacing import Foreground
 from service.api.responses import SafeJSONResponse
 from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.api.signet import routes as signet
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     """Build the app. Tests pass their own settings (own INDEX_PREFIX) and a shared embedder."""
     cfg = settings or get_settings()
     quiet_engine_client_logs()
+    foreground = Foreground()  # requests being served: the enrichment worker paces itself by it
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -113,7 +115,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
         state.events = EventBus(cfg.stream_queue_size)
         state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
-        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event)
+        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event, serving=foreground.active)
         if cfg.enrichment_enabled:
             await anyio.to_thread.run_sync(state.enrichment.start)
         state.banks = BankRegistry(client, cfg)
@@ -147,7 +149,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     )
     install_error_handlers(app)
     install_docs(app)
-    app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes)
+    app.add_middleware(RequestGuard, max_body_bytes=cfg.max_request_bytes, on_request=foreground.touch)
     install_observability(app, cfg)  # after RequestGuard: metrics and request ids run around it
     # Routers are matched in this order: recall, the hottest route, first (matching a request against
     # every earlier router's routes cost ~0.2 ms of each recall).

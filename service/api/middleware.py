@@ -33,9 +33,11 @@ class BodyTooLarge(Exception):
 
 
 class RequestGuard:
-    def __init__(self, app, max_body_bytes: int, large_body_paths: dict[str, int] | None = None):
+    def __init__(self, app, max_body_bytes: int, large_body_paths: dict[str, int] | None = None,
+                 on_request: Callable[[str], None] | None = None):
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.on_request = on_request  # told each request's path (the enrichment worker's pacing)
         # Routes that take uploads (archives) have limits of their own.
         self.large_body_paths = large_body_paths or {}
 
@@ -44,6 +46,8 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        if self.on_request is not None:
+            self.on_request(scope.get("path", ""))
         limit = self.large_body_paths.get(scope.get("path", ""), self.max_body_bytes)
         too_large = f"Request body is larger than {limit} bytes (MAX_REQUEST_BYTES)"
         state = {"status": None, "started": False, "too_large": False, "replaced": False}

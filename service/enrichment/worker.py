@@ -28,6 +28,7 @@ from typing import Any
 from service.config import Settings
 from service.enrichment import plan
 from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
+from service.enrichment.pacing import pause_after
 from service.memory_types import classification_counts
 from service.storage.edges import EdgeStore
 from service.storage.memories import VECTOR_SCRIPT, MemoryStore
@@ -80,12 +81,14 @@ class EnrichmentStats:
     similar_edges: int = 0
     preceded_edges: int = 0
     busy_seconds: float = 0.0
+    paced_seconds: float = 0.0  # rests while clients were served (ENRICHMENT_DUTY_WHILE_SERVING)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         # Per worker thread: busy_seconds adds up the threads' busy time.
         out["memories_per_worker_second"] = round(self.successes / self.busy_seconds, 1) if self.busy_seconds else None
         out["busy_seconds"] = round(self.busy_seconds, 3)
+        out["paced_seconds"] = round(self.paced_seconds, 3)
         return out
 
 
@@ -99,8 +102,10 @@ class _Job:
 
 class EnrichmentWorker:
     def __init__(self, settings: Settings, memories: MemoryStore, edges: EdgeStore, *,
-                 gazetteer: Gazetteer | None = None, on_event: EventCallback | None = None):
+                 gazetteer: Gazetteer | None = None, on_event: EventCallback | None = None,
+                 serving: Callable[[], bool] = lambda: False):
         self.settings = settings
+        self.serving = serving  # whether the API is serving clients now (service/enrichment/pacing.py)
         # Own store handles: the worker never waits for a refresh (it refreshes when it must).
         self.memories = MemoryStore(memories.client, memories.alias, refresh="false", bank=memories.bank)
         self.edges = EdgeStore(edges.client, edges.alias, refresh="false", bank=edges.bank)
@@ -225,10 +230,17 @@ class EnrichmentWorker:
                 log.exception("enrichment batch of %d failed", len(jobs))
                 self._failed(jobs, exc)
             finally:
+                took = time.perf_counter() - started
                 with self._lock:
-                    self.stats.busy_seconds += time.perf_counter() - started
+                    self.stats.busy_seconds += took
                     for job in jobs:
                         self._inflight.discard(job.memory_id)
+            if self.serving():
+                rest = pause_after(took, self.settings.enrichment_duty_while_serving)
+                if rest > 0:
+                    self._stop.wait(rest)
+                    with self._lock:
+                        self.stats.paced_seconds += rest
 
     # --- one batch ------------------------------------------------------------------------------
     def process(self, jobs: Sequence[_Job]) -> None:

@@ -294,3 +294,24 @@ def test_hostile_memories_are_enriched_or_fail_cleanly(make_client):
     assert status["stats"]["failures"] == 0 and status["stored"]["done"] == len(odd)
     assert "entity:people:caroline" in memory(api, odd[1])["tags"]
     assert memory(api, odd[2])["enrichment"]["scope"] == "tags:"  # no usable thread id, no tags
+
+
+def test_the_worker_rests_while_clients_are_served(make_client):
+    # ENRICHMENT_DUTY_WHILE_SERVING=0.25: after each batch, three times its duration of rest.
+    api = enriched_api(make_client, enrichment_duty_while_serving=0.25, enrichment_batch_size=4)
+    for i in range(12):
+        api.post("/memory", json={"content": f"Ravi moved the Borealis standup to Thursday, note {i}"})
+    stats = settle(api)["stats"]
+    assert stats["successes"] == 12
+    assert stats["paced_seconds"] > 0  # the API's own requests counted as clients
+    assert stats["paced_seconds"] <= 3 * stats["busy_seconds"] + 0.01
+
+
+def test_the_worker_runs_at_full_speed_when_nobody_is_served(make_client):
+    api = enriched_api(make_client, enrichment_duty_while_serving=0.25)
+    worker = api.app.state.enrichment
+    worker.serving = lambda: False
+    for i in range(6):
+        api.post("/memory", json={"content": f"Aiko reviewed the Tundra CI logs, note {i}"})
+    stats = settle(api)["stats"]
+    assert stats["successes"] == 6 and stats["paced_seconds"] == 0
