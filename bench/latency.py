@@ -44,6 +44,8 @@ import orjson
 from tqdm import tqdm
 
 from bench import corpus as C
+from bench.cpu import CpuMeter
+from bench.latency_report import chart, cpu_cell, markdown
 from bench.queries import KINDS, Query, build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,15 +267,20 @@ def engine_footprint(url: str, prefix: str) -> dict:
     }
 
 
-def jvm_rss_bytes() -> int | None:
-    """Resident memory of the local bench node's JVM (heap + off-heap + the mapped index files it touched)."""
+def local_node_pid() -> int | None:
     from service.localnode import LocalNode
 
     state = LocalNode(C.NODE_NAME)._state()
-    if not state:
+    return state["pid"] if state else None
+
+
+def jvm_rss_bytes() -> int | None:
+    """Resident memory of the local bench node's JVM (heap + off-heap + the mapped index files it touched)."""
+    pid = local_node_pid()
+    if pid is None:
         return None
     try:
-        for line in open(f"/proc/{state['pid']}/status"):
+        for line in open(f"/proc/{pid}/status"):
             if line.startswith("VmRSS"):
                 return int(line.split()[1]) * 1024
     except OSError:
@@ -317,6 +324,7 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
     # The enrichment worker would work through the corpus's backlog (every loaded memory is pending)
     # during the measurement: at 100k it held ~1.5 of the 2 cores and doubled both sides' latency.
     svc = ServiceProcess(url, prefix, env={"EMBEDDING_BACKEND": args.backend, "ENRICHMENT_ENABLED": "true" if args.enrichment else "false"})
+    engine_pid = None if args.url else local_node_pid()
     with svc as base, \
             httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120, limits=limits) as http, \
             httpx.Client(base_url=url, timeout=120, limits=limits) as engine:
@@ -334,9 +342,13 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
                 run_load(recall_fn(http, warm, with_embedding=True), warm, 1)  # warm-up (embedding given: caches stay cold for embed)
                 run_load(bare_fn(engine, msearch_only=True), warm_reqs, 1)
                 bar = tqdm(total=3, desc=desc, file=sys.stderr, leave=False)
+                meter = CpuMeter({"service": svc.proc.pid, "engine": engine_pid, "client": os.getpid()})
                 lat, srv, wall = run_load(recall_fn(http, rest, with_embedding=with_emb), rest, conc)
+                recall_cpu = meter.per_request(len(rest))
                 bar.update()
+                meter = CpuMeter({"engine": engine_pid, "client": os.getpid()})
                 blat, _, bwall = run_load(bare_fn(engine, msearch_only=True), rest_reqs, conc)
+                bare_cpu = meter.per_request(len(rest_reqs))
                 bar.update()
                 alat, _, awall = run_load(bare_fn(engine, msearch_only=False), rest_reqs, conc)
                 bar.update()
@@ -348,6 +360,8 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
                     "server_stages_p50_ms": {k: round(percentile([x["timings"].get(k, 0.0) for x in srv], 50), 2) for k in stages},
                     "response_bytes_p50": percentile([x["bytes"] for x in srv], 50),
                     "bare": summary(blat, bwall), "bare_all": summary(alat, awall),
+                    # CPU ms per request of each process during the run (bench/cpu.py).
+                    "cpu_ms_per_recall": recall_cpu, "cpu_ms_per_bare": bare_cpu,
                 }
                 row["ratio_p50"] = round(row["recall"]["p50"] / row["bare"]["p50"], 2)
                 row["ratio_p95"] = round(row["recall"]["p95"] / row["bare"]["p95"], 2)
@@ -355,94 +369,14 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
                 result["kinds"].setdefault(kind, {})[str(conc)] = row
                 r = row["recall"]
                 print(f"{desc:28s} recall p50 {r['p50']:7.1f} p95 {r['p95']:7.1f} ms {r['qps']:6.1f}/s | bare p50 {row['bare']['p50']:6.1f} "
-                      f"p95 {row['bare']['p95']:6.1f} | ratio p50 {row['ratio_p50']:.2f} p95 {row['ratio_p95']:.2f}", file=sys.stderr)
+                      f"p95 {row['bare']['p95']:6.1f} | ratio p50 {row['ratio_p50']:.2f} p95 {row['ratio_p95']:.2f} | CPU ms/recall service "
+                      f"{cpu_cell(row, 'cpu_ms_per_recall', 'service')} engine {cpu_cell(row, 'cpu_ms_per_recall', 'engine')}", file=sys.stderr)
         result["service_peak_rss_mb"] = svc.peak_rss_mb()
     result["footprint"] = engine_footprint(url, prefix)
     result["footprint"]["jvm_rss_bytes"] = None if args.url else jvm_rss_bytes()
     result["load_avg_after"] = load_avg()
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
-
-
-# --- reporting -------------------------------------------------------------------------------------
-def markdown(results: dict) -> str:
-    lines = [
-        "| memories | query kind | clients | recall p50 / p95 / p99 ms | recall/s | bare _msearch p50 / p95 / p99 ms | bare/s | recall ÷ bare p50 / p95 | all engine calls p50 |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for size in sorted(results["sizes"], key=int):
-        res = results["sizes"][size]
-        for kind, per_c in res["kinds"].items():
-            for conc, row in sorted(per_c.items(), key=lambda kv: int(kv[0])):
-                r, b = row["recall"], row["bare"]
-                lines.append(
-                    f"| {int(size):,} | {kind} | {conc} | {r['p50']:.1f} / {r['p95']:.1f} / {r['p99']:.1f} | {r['qps']:.0f} | "
-                    f"{b['p50']:.1f} / {b['p95']:.1f} / {b['p99']:.1f} | {b['qps']:.0f} | {row['ratio_p50']:.2f} / {row['ratio_p95']:.2f} | "
-                    f"{row['bare_all']['p50']:.1f} |"
-                )
-    lines.append("")
-    lines.append("| memories | index on disk (as loaded) | per 100k memories | edges index | segments | engine heap used / max | engine RSS | load time | after the runs: deleted docs, disk |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
-    for size in sorted(results["sizes"], key=int):
-        res = results["sizes"][size]
-        f = res.get("footprint_loaded") or res["footprint"]
-        after = res["footprint"]
-        n = int(size)
-        per100k = f["memories_bytes"] / n * 100_000
-        load = res.get("load") or {}
-        lines.append(
-            f"| {n:,} | {f['memories_bytes'] / 2**20:,.0f} MB | {per100k / 2**20:,.0f} MB | {f['edges_bytes'] / 2**20:,.0f} MB ({f['edges_docs']:,} edges) | "
-            f"{f['segments']} | {f['heap_used_bytes'] / 2**20:,.0f} / {f['heap_max_bytes'] / 2**20:,.0f} MB | "
-            f"{format(f['jvm_rss_bytes'] / 2**20, ',.0f') + ' MB' if f.get('jvm_rss_bytes') else '—'} | "
-            f"{(str(round(load['seconds'])) + ' s (' + str(round(load['memories_per_s'])) + '/s, ' + load['vectors'] + ' vectors)') if load else 'reused'} | "
-            f"{after.get('memories_docs_deleted', 0):,}, {after['memories_bytes'] / 2**20:,.0f} MB |"
-        )
-    return "\n".join(lines)
-
-
-def chart(results: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-    except ImportError:
-        print("no chart: matplotlib is missing (make bench-latency installs the bench extra)", file=sys.stderr)
-        return False
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = sorted(results["sizes"], key=int)
-    kinds = [k for k in KINDS if any(k in results["sizes"][s]["kinds"] for s in sizes)]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for kind in kinds:
-        xs = [int(s) for s in sizes if "1" in results["sizes"][s]["kinds"].get(kind, {})]
-        p50 = [results["sizes"][str(x)]["kinds"][kind]["1"]["recall"]["p50"] for x in xs]
-        p95 = [results["sizes"][str(x)]["kinds"][kind]["1"]["recall"]["p95"] for x in xs]
-        line, = ax1.plot(xs, p50, marker="o", label=f"{kind} p50")
-        ax1.plot(xs, p95, marker="x", linestyle=":", color=line.get_color(), label=f"{kind} p95")
-    xs = [int(s) for s in sizes if "1" in results["sizes"][s]["kinds"].get("unscoped", {})]
-    if xs:
-        ax1.plot(xs, [results["sizes"][str(x)]["kinds"]["unscoped"]["1"]["bare"]["p50"] for x in xs], color="black",
-                 linestyle="--", marker="s", label="bare engine p50 (unscoped)")
-    ax1.set_xscale("log")
-    ax1.set_xlabel("memories")
-    ax1.set_ylabel("GET /recall latency, ms (1 client)")
-    ax1.set_title("Recall latency vs corpus size")
-    ax1.grid(True, alpha=0.3)
-    ax1.legend(fontsize=7, ncol=2)
-    width = 0.8 / max(1, len(sizes))
-    for i, s in enumerate(sizes):
-        vals = [results["sizes"][s]["kinds"].get(k, {}).get("1", {}).get("ratio_p50", 0) for k in kinds]
-        ax2.bar([j + i * width for j in range(len(kinds))], vals, width, label=f"{int(s):,} memories")
-    ax2.axhline(1.5, color="red", linestyle="--", linewidth=1, label="goal ≤ 1.5")
-    ax2.set_xticks([j + width * (len(sizes) - 1) / 2 for j in range(len(kinds))], kinds)
-    ax2.set_ylabel("recall p50 ÷ bare _msearch p50")
-    ax2.set_title("Recall vs the bare engine (1 client)")
-    ax2.grid(True, axis="y", alpha=0.3)
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
