@@ -16,6 +16,10 @@ For each corpus size it (re)uses a corpus in the dedicated local node `bench` (2
 - `bare_all`: every engine request that recall made (the _msearch, graph expansion and state
   lookups, the last_accessed bulk), one after the other — the floor with no Python at all.
 
+For `recall` and `bare` it also reads the CPU time each process spent during the run (bench/cpu.py):
+CPU ms per request of the service, the engine (the local node; not with --url) and this client.
+On a machine where all three share the cores, that bounds throughput better than latency does.
+
 The ratio recall / bare (p50 and p95) is the main figure. Results go to bench/out/latency.json
 (sizes measured earlier are kept, so the 1M run adds to the 10k/100k one), latency.md and latency.png.
 Other processes on the machine skew latencies: the report records the load average before and after.
