@@ -17,7 +17,7 @@ from typing import Any
 from scoring.idf_share import idf_keyword_share, idf_keyword_share_in_thread
 from scoring.keywords import content_words
 from scoring.metadata_sidecar import metadata_score, requested_metadata_fields
-from scoring.metadata_terms import METADATA_FIELDS, metadata_terms
+from scoring.metadata_terms import METADATA_FIELDS, as_term_set, metadata_terms
 from scoring.weights import RecencyConfig
 
 SECONDS_PER_DAY = 86400.0
@@ -119,7 +119,7 @@ def tag_score(
     if not keywords:
         return 0.0
     tag_terms = {str(tag).lower() for tag in tags}
-    terms = _as_set(metadata_terms)
+    terms = as_term_set(metadata_terms)
     hits = sum(1 for keyword in keywords if keyword in tag_terms or keyword in terms)
     denominator = min(len(keywords), token_cap) if token_cap > 0 else len(keywords)
     return min(1.0, hits / denominator)
@@ -130,11 +130,7 @@ def exact_from_terms(query: str | None, terms: Iterable[str]) -> float:
     normalized = (query or "").strip().lower()
     if not normalized:
         return 0.0
-    return 1.0 if normalized in _as_set(terms) else 0.0
-
-
-def _as_set(terms: Iterable[str]) -> frozenset[str] | set[str]:
-    return terms if isinstance(terms, (set, frozenset)) else set(terms)
+    return 1.0 if normalized in as_term_set(terms) else 0.0
 
 
 def exact_score(query: str | None, metadata: Mapping[str, Any] | None) -> float:

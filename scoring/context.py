@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from scoring.metadata_terms import as_term_set
+
 # spec 001 context bonus amounts (automem/api/recall.py `_build_context_profile` weights).
 CONTEXT_TAG_BONUS = 0.45
 CONTEXT_TYPE_BONUS = 0.25
@@ -333,7 +335,7 @@ def context_bonus(
     if _type_hit(profile, type):
         bonus += CONTEXT_TYPE_BONUS
     if profile.keywords:
-        terms = metadata_terms if isinstance(metadata_terms, (set, frozenset)) else set(metadata_terms)
+        terms = as_term_set(metadata_terms)
         if any(keyword in terms for keyword in profile.keywords):
             bonus += CONTEXT_KEYWORD_BONUS
     if profile.priority_ids and memory_id in profile.priority_ids:

@@ -8,7 +8,7 @@ read by the tag, exact and context components. AutoMem's `_collect_metadata_term
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -69,7 +69,7 @@ _NONE: frozenset[str] = frozenset()
 
 
 def metadata_term_sets(metadata: Mapping[str, Any] | None) -> tuple[frozenset[str], frozenset[str]]:
-    """`metadata_term_lists` as sets (with and without `entities`): what the tag, exact and context
+    """`metadata_terms` as sets (with and without `entities`): what the tag, exact and context
     components test membership in, built from cached per-value sets (this runs for every candidate)."""
     if not isinstance(metadata, Mapping):
         return _NONE, _NONE
@@ -95,28 +95,18 @@ def metadata_terms(
     `include_entities=False` leaves out the generated `entities`, which AutoMem ignores for the
     tag component.
     """
-    every, without_entities = metadata_term_lists(metadata)
-    return every if include_entities else without_entities
-
-
-def metadata_term_lists(metadata: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
-    """`metadata_terms` with and without the generated `entities`, from one walk of the metadata."""
     if not isinstance(metadata, Mapping):
-        return [], []
-    without: dict[str, None] = {}
+        return []
     strings: list[str] = []
     for name in METADATA_FIELDS:
-        if name != "entities" and name in metadata:
+        if name in metadata and (include_entities or name != "entities"):
             _strings(metadata[name], strings)
+    terms: dict[str, None] = {}
     for raw in strings:
-        without.update(dict.fromkeys(_terms_of(raw)))
-    if "entities" not in metadata:
-        terms = list(without)
-        return terms, terms
-    # `entities` is the last whitelisted field, so its terms come after all the others.
-    every = dict(without)
-    strings = []
-    _strings(metadata["entities"], strings)
-    for raw in strings:
-        every.update(dict.fromkeys(_terms_of(raw)))
-    return list(every), list(without)
+        terms.update(dict.fromkeys(_terms_of(raw)))
+    return list(terms)
+
+
+def as_term_set(terms: Iterable[str]) -> frozenset[str] | set[str]:
+    """Terms to test membership in: a set as it is, anything else copied into one."""
+    return terms if isinstance(terms, (set, frozenset)) else set(terms)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from scoring.idf_share import keyword_plan, planned_share_in_thread
 from scoring.keywords import keyword_stems, stemmed_words
-from scoring.metadata_terms import METADATA_FIELDS, metadata_term_lists, metadata_term_sets, metadata_terms
+from scoring.metadata_terms import METADATA_FIELDS, metadata_term_sets, metadata_terms
 from scoring.rerank import ScoringRequest
 
 pytestmark = pytest.mark.unit
@@ -67,21 +67,19 @@ METADATA = st.dictionaries(st.sampled_from([*METADATA_FIELDS, "author", "other"]
 
 @settings(max_examples=300, deadline=None)
 @given(METADATA)
-def test_metadata_term_lists_match_the_plain_definition(metadata):
-    every, without = metadata_term_lists(metadata)
+def test_metadata_terms_match_the_plain_definition(metadata):
+    every, without = metadata_terms(metadata), metadata_terms(metadata, include_entities=False)
     assert every == reference_terms(metadata, include_entities=True)
     assert without == reference_terms(metadata, include_entities=False)
-    assert metadata_terms(metadata) == every
-    assert metadata_terms(metadata, include_entities=False) == without
     assert metadata_term_sets(metadata) == (set(every), set(without))
 
 
 def test_entities_come_last_and_are_left_out_without_them():
     metadata = {"entities": {"people": ["Emma Stone"]}, "project": "Borealis", "source": "slack"}
-    every, without = metadata_term_lists(metadata)
+    every, without = metadata_terms(metadata), metadata_terms(metadata, include_entities=False)
     assert without == ["slack", "borealis"]
     assert every == ["slack", "borealis", "emma stone", "emma", "stone"]
-    assert metadata_term_lists(None) == ([], [])
+    assert metadata_terms(None) == [] and metadata_term_sets(None) == (frozenset(), frozenset())
 
 
 WORDS = st.sampled_from(["decisions", "database", "the", "postgresql", "running", "ran", "state-of-the-art", "caching", "and"])
