@@ -17,6 +17,7 @@ import sys
 import time
 
 from bench.corpus import bench_settings, load, node_url
+from service.storage.bootstrap import drop_prefix
 
 
 def counting(client):
@@ -82,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {step:9s} {json.dumps(brief)}")
     finally:
         if not args.keep:
-            client.indices.delete(index=f"{prefix}-*", ignore=[404])
-            for name in ("memories", "edges", "consolidation"):
-                client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+            drop_prefix(client, prefix)
     return 0
 
 

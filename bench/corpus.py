@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from service.storage.bootstrap import drop_prefix  # noqa: F401 - the benchmarks' C.drop_prefix
+
 ROOT = Path(__file__).resolve().parent.parent
 NODE_NAME = "bench"
 NODE_HEAP = "2g"
@@ -302,12 +304,6 @@ def node_url(url: str | None = None) -> str:
     from service.localnode import LocalNode
 
     return LocalNode(NODE_NAME, heap=NODE_HEAP).start()
-
-
-def drop_prefix(client, prefix: str) -> None:
-    client.indices.delete(index=f"{prefix}-memories-*,{prefix}-edges-*", ignore=[404])
-    for name in ("memories", "edges"):
-        client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
 
 
 def load(size: int, *, prefix: str, url: str, vectors: str = "auto", seed: int = 7, embedder=None, progress: bool = True,

@@ -23,6 +23,7 @@ import httpx
 from opensearchpy import OpenSearch
 
 from bench.latency import TOKEN, ServiceProcess, load_avg
+from service.storage.bootstrap import drop_prefix
 
 CONFIGS = {
     "off": {"METRICS_ENABLED": "false"},
@@ -73,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         for svc in services.values():
             svc.__exit__(None, None, None)
         for prefix in prefixes.values():
-            engine.indices.delete(index=f"{prefix}-*", ignore=[404])
-            for template in ("memories", "edges", "consolidation", "recall-log"):
-                engine.indices.delete_index_template(name=f"{prefix}-{template}", ignore=[404])
+            drop_prefix(engine, prefix)
     print(f"load average {load_avg()}; {args.rounds} rounds; {args.requests} requests per route and round ({args.requests // 4} for /recall)")
     print(f"{'route':18s}" + "".join(f"{name + ' p50':>16s}{name + ' p95':>16s}" for name in CONFIGS))
     for route in ("GET /health", "GET /memory/{id}", "GET /recall"):

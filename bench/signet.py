@@ -30,6 +30,7 @@ from tqdm import tqdm
 from bench.corpus import CorpusGenerator
 from bench.latency import percentile
 from bench.queries import QUESTION_TEMPLATES
+from service.storage.bootstrap import drop_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -130,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             results = [summary(mode, samples[mode]) for mode in MODES]
     finally:
         client = OpenSearch(hosts=[args.url])
-        client.indices.delete(index=f"{prefix}-*", ignore=[404])
-        for name in ("memories", "edges", "consolidation", "recall-ledger"):
-            client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+        drop_prefix(client, prefix)
     report = {"size": args.size, "queries": args.queries, "load_before": load_before, "load_after": os.getloadavg(), "results": results}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "signet.json").write_text(json.dumps(report, indent=2))

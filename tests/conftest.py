@@ -78,6 +78,7 @@ def make_client(engine_url, embedder, os_client) -> Iterator[Callable[..., objec
 
     from service.config import Settings
     from service.main import create_app
+    from service.storage.bootstrap import drop_prefix
 
     opened: list[tuple[TestClient, str]] = []
 
@@ -97,13 +98,7 @@ def make_client(engine_url, embedder, os_client) -> Iterator[Callable[..., objec
     yield factory
     for client, prefix in opened:
         client.__exit__(None, None, None)
-        os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-memories", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-edges", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-consolidation", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-recall-log", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-recall-ledger", ignore=[404])
-        os_client.indices.delete_index_template(name=f"{prefix}-banks", ignore=[404])
+        drop_prefix(os_client, prefix)
 
 
 @pytest.fixture

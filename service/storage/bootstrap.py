@@ -127,3 +127,10 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")
     with engine_errors("wait for index health"):
         client.cluster.health(index=[settings.memories_alias, settings.edges_alias], wait_for_status="yellow")
+
+
+def drop_prefix(client: OpenSearch, prefix: str) -> None:
+    """Delete everything stored under INDEX_PREFIX `prefix`: its indices and the index templates
+    ensure_indices put (one per alias). For benchmarks and tests; the service never calls it."""
+    client.indices.delete(index=f"{prefix}-*", ignore=[404])
+    client.indices.delete_index_template(name=f"{prefix}-*", ignore=[404])

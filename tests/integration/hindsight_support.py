@@ -41,6 +41,7 @@ def app_client(engine_url: str, embedder, os_client, **overrides):
 
     from service.config import Settings
     from service.main import create_app
+    from service.storage.bootstrap import drop_prefix
     from tests.conftest import ADMIN, AUTH, TOKEN
 
     @contextmanager
@@ -54,8 +55,6 @@ def app_client(engine_url: str, embedder, os_client, **overrides):
             try:
                 yield client
             finally:
-                os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-                for name in ("memories", "edges", "consolidation", "banks"):
-                    os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+                drop_prefix(os_client, prefix)
 
     return run()

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from service.storage.bootstrap import drop_prefix
 from tests.integration.live_server import serve
 
 
@@ -28,6 +29,4 @@ def live_app(engine_url: str, embedder, os_client, **overrides) -> Iterator[tupl
         with serve(app, log_config=None, timeout_graceful_shutdown=2) as url:
             yield app, url
     finally:
-        os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-        for name in ("memories", "edges", "consolidation", "banks"):
-            os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+        drop_prefix(os_client, prefix)

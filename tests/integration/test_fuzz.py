@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from bench.fuzz import fuzz_config, run, seed_memories
 from service.api.http_protocol import SERVER_OPTIONS
+from service.storage.bootstrap import drop_prefix
 from tests.conftest import ADMIN, TOKEN
 from tests.integration.live_server import serve
 
@@ -41,9 +42,7 @@ def live_app(engine_url, embedder, os_client):
         with serve(app, **SERVER_OPTIONS) as base:
             yield app, base
     finally:
-        os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-        for name in ("memories", "edges"):
-            os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+        drop_prefix(os_client, prefix)
 
 
 def operations(openapi: dict) -> set[str]:

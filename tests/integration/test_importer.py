@@ -11,15 +11,14 @@ import pytest
 from service.cli import importer as I
 from service.config import Settings
 from service.storage.memories import MemoryStore
+from service.storage.bootstrap import drop_prefix
 
 
 @pytest.fixture
 def settings(engine_url, os_client):
     prefix = f"t{uuid.uuid4().hex[:10]}"
     yield Settings(opensearch_url=engine_url, index_prefix=prefix)
-    os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-    for name in ("memories", "edges"):
-        os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+    drop_prefix(os_client, prefix)
 
 
 def write_jsonl(path, lines):

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from service.storage.bootstrap import drop_prefix
 from tests.integration.live_server import serve
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -50,9 +51,7 @@ def engram(engine_url, embedder, os_client):
     settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, write_refresh="true", enrichment_enabled=False)
     with serve(create_app(settings, embedder=embedder)) as url:
         yield Engram(url, embedder.dimension)
-    os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-    for name in ("memories", "edges"):
-        os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+    drop_prefix(os_client, prefix)
 
 
 def vector(seed: int, dimension: int) -> list[float]:

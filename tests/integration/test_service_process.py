@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from service.storage.bootstrap import drop_prefix
 from tests.integration.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +47,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> tuple[int, str]:
 
 
 def cleanup(os_client, prefix: str) -> None:
-    os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-    for name in ("memories", "edges", "consolidation", "recall-log"):
-        os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+    drop_prefix(os_client, prefix)
 
 
 def test_json_logs_request_ids_and_a_clean_stop(engine_url, os_client):

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from service.storage.bootstrap import drop_prefix
 from tests.conftest import AUTH, TOKEN
 from tests.integration.support import assert_error
 
@@ -26,9 +27,7 @@ def api(engine_url, embedder, os_client):
         client.headers.update(AUTH)
         assert client.post("/memory", json={"content": "A memory to find: the vault code is in the safe"}).status_code == 201
         yield client
-    os_client.indices.delete(index=f"{prefix}-*", ignore=[404])
-    for name in ("memories", "edges", "consolidation", "recall-ledger"):
-        os_client.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+    drop_prefix(os_client, prefix)
 
 
 def post_raw(api, path: str, text: str):

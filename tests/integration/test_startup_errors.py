@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from service.storage.bootstrap import drop_prefix
 from tests.integration.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,9 +109,7 @@ def test_a_busy_metrics_port_is_one_line(engine_url):
     from opensearchpy import OpenSearch
 
     engine = OpenSearch(hosts=[engine_url])
-    engine.indices.delete(index=f"{prefix}-*", ignore=[404])
-    for name in ("memories", "edges", "consolidation"):
-        engine.indices.delete_index_template(name=f"{prefix}-{name}", ignore=[404])
+    drop_prefix(engine, prefix)
     assert result.returncode == 2
     assert one_line(result) == f"error: METRICS_PORT={port}: cannot listen on 127.0.0.1:{port} (Address already in use)"
 

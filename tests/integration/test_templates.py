@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from service.storage.bootstrap import load_template
+import uuid
+
+from service.storage.bootstrap import drop_prefix, ensure_indices, load_template
 
 
 def test_indices_behind_aliases_with_model_dimension(api, os_client, embedder):
@@ -48,3 +50,25 @@ def test_dimension_mismatch_without_a_model_to_reembed_refuses(make_client, os_c
     with pytest.raises(EngramError, match="384-dimensional"):
         ensure_indices(os_client, settings, 768)
     assert list(os_client.indices.get_alias(name=settings.memories_alias)) == [f"{settings.memories_alias}-v1"]
+
+
+def test_drop_prefix_leaves_no_index_or_template_of_the_prefix(engine_url, os_client, embedder):
+    from service.config import Settings
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    neighbour = f"{prefix}x"  # a prefix that merely starts with the same letters stays
+    for name in (prefix, neighbour):
+        ensure_indices(os_client, Settings(opensearch_url=engine_url, index_prefix=name, recall_log_enabled=True), embedder.dimension)
+
+    def stored(name: str) -> tuple[set[str], set[str]]:
+        indices = set(os_client.indices.get(index=f"{name}-*", ignore=[404]).keys()) - {"error", "status"}
+        templates = {t["name"] for t in os_client.indices.get_index_template(name=f"{name}-*", ignore=[404]).get("index_templates", [])}
+        return indices, templates
+
+    before = stored(prefix)
+    assert len(before[0]) == len(before[1]) == 6, before  # memories, edges, consolidation, recall log and ledger, banks
+    drop_prefix(os_client, prefix)
+    assert stored(prefix) == (set(), set())
+    assert all(len(kind) == 6 for kind in stored(neighbour))
+    drop_prefix(os_client, neighbour)
+    drop_prefix(os_client, prefix)  # nothing left: still no error
