@@ -297,11 +297,21 @@ def ensure_corpus(url: str, prefix: str, size: int, vectors: str, embedder, *, f
     with httpx.Client(base_url=url, timeout=60) as h:
         r = h.get(f"/{prefix}-memories/_count")
         if not fresh and r.status_code == 200 and r.json()["count"] == size:
-            # A reused corpus carries the deleted documents of earlier runs' access tracking: reclaim
-            # them first, so every run measures the same index (the merge blocks until done).
-            h.post(f"/{prefix}-memories/_forcemerge", params={"only_expunge_deletes": "true"}, timeout=3600)
             return None
     return C.load(size, prefix=prefix, url=url, vectors=vectors, embedder=embedder)
+
+
+def one_segment(url: str, prefix: str) -> None:
+    """Merge the memories index into one segment, so every run measures the same index. A bulk load
+    leaves several segments, and recalls' access tracking leaves deleted documents and small segments
+    behind (30 of them after a few runs doubled the bare _msearch's p50: each segment is searched on
+    its own). Blocks until done: ~1 min at 100k on 2 cores."""
+    with httpx.Client(base_url=url, timeout=3600) as h:
+        h.post(f"/{prefix}-memories/_refresh")
+        segments = h.get(f"/_cat/segments/{prefix}-memories", params={"format": "json"}).json()
+        if len(segments) > 1 or any(int(seg.get("docs.deleted") or 0) for seg in segments):
+            print(f"merging {prefix} into one segment ({len(segments)} now) ...", file=sys.stderr)
+            h.post(f"/{prefix}-memories/_forcemerge", params={"max_num_segments": "1"})
 
 
 def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> dict:
@@ -310,8 +320,7 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
     loaded = ensure_corpus(url, prefix, size, args.vectors, embedder, fresh=args.fresh)
     if loaded:
         print(f"loaded {size:,} memories in {loaded['seconds']:.0f} s ({loaded['memories_per_s']:.0f}/s)", file=sys.stderr)
-    with httpx.Client(base_url=url, timeout=600) as h:
-        h.post(f"/{prefix}-memories/_refresh")
+    one_segment(url, prefix)
     result: dict[str, Any] = {"size": size, "prefix": prefix, "load": loaded, "load_avg_before": load_avg(), "kinds": {}}
     # The footprint of the corpus as loaded; recalls then rewrite the memories they return
     # (last_accessed), which leaves deleted documents behind until merges reclaim them.
