@@ -53,7 +53,14 @@ def session_time(text: str) -> str:
     return moment.replace(tzinfo=timezone.utc).isoformat()
 
 
-def memories_for(sample: dict) -> list[dict]:
+def memories_for(sample: dict, style: str = "engram") -> list[dict]:
+    """The memories of one conversation: one per turn, in conversation order. `style` "automem"
+    stores them as AutoMem's own LoCoMo benchmark does (tests/benchmarks/test_locomo.py in AutoMem's
+    repository): no timestamp (the time of storage), tags `conversation:<id>`, `session:<n>` and
+    `speaker:<name>`, metadata `conversation_id` and `session_id` = the session's number (unique
+    within its conversation only), `dialog_id`, `speaker`, `session_datetime`."""
+    if style == "automem":
+        return automem_style_memories(sample)
     conv = sample["conversation"]
     out = []
     sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
@@ -70,6 +77,28 @@ def memories_for(sample: dict) -> list[dict]:
                 "tags": [f"locomo:{sample['sample_id']}"],
                 # session_id: the thread key an agent sends with each turn (thread context links the turns).
                 "metadata": {"dia_id": turn["dia_id"], "session_id": f"{sample['sample_id']}/session_{n}", "speaker": turn["speaker"]},
+                "type": "Context",
+                "importance": 0.5,
+            })
+    return out
+
+
+def automem_style_memories(sample: dict) -> list[dict]:
+    conv = sample["conversation"]
+    out = []
+    sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
+    for n in sessions:
+        for turn in conv[f"session_{n}"]:
+            if not turn.get("text"):
+                continue
+            content = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                content += f" [Image: {turn['blip_caption']}]"
+            out.append({
+                "content": content,
+                "tags": ["locomo-test", f"conversation:{sample['sample_id']}", f"session:{n}", f"speaker:{turn['speaker'].lower().replace(' ', '-')}"],
+                "metadata": {"source": "locomo_benchmark", "conversation_id": sample["sample_id"], "session_id": str(n),
+                             "dialog_id": turn["dia_id"], "speaker": turn["speaker"], "session_datetime": conv[f"session_{n}_date_time"]},
                 "type": "Context",
                 "importance": 0.5,
             })
@@ -123,8 +152,8 @@ def hindsight_item(m: dict) -> dict:
     return {"content": m["content"], "timestamp": m["timestamp"], "tags": m["tags"], "metadata": {k: str(v) for k, v in m["metadata"].items()}}
 
 
-def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo") -> float:
-    memories = [m for sample in data for m in memories_for(sample)]
+def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo", style: str = "engram") -> float:
+    memories = [m for sample in data for m in memories_for(sample, style)]
     started = time.perf_counter()
     with tqdm(total=len(memories), desc=f"ingest ({surface})", unit="mem", file=sys.stderr) as bar:
         for i in range(0, len(memories), BATCH):
@@ -151,7 +180,8 @@ def json_or_text(value: str):
         return value
 
 
-def recall_once(client: httpx.Client, surface: str, bank: str, question: str, sample_id: str, params: dict[str, str], k_max: int) -> tuple[list[dict], float | None]:
+def recall_once(client: httpx.Client, surface: str, bank: str, question: str, sample_id: str, params: dict[str, str], k_max: int,
+                style: str = "engram") -> tuple[list[dict], float | None]:
     """(results as [{dia_id, final_score}], server-side ms when the surface reports it)."""
     if surface == "hindsight":
         body = {"query": question, "tags": [f"locomo:{sample_id}"], "tags_match": "any_strict", **{k: json_or_text(v) for k, v in params.items()}}
@@ -160,13 +190,18 @@ def recall_once(client: httpx.Client, surface: str, bank: str, question: str, sa
             raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
         results = resp.json()["results"]
         return [{"dia_id": (r.get("metadata") or {}).get("dia_id"), "final_score": r["scores"]["final"]} for r in results], None
-    query = {"query": question, "tags": f"locomo:{sample_id}", "limit": str(k_max), **params}
+    scope = {"tags": f"conversation:{sample_id}", "tag_match": "exact"} if style == "automem" else {"tags": f"locomo:{sample_id}"}
+    query = {"query": question, **scope, "limit": str(k_max), **params}
     resp = client.get("/recall", params=query)
     if resp.status_code != 200:
         raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
     body = resp.json()
-    results = [{"dia_id": r["memory"].get("metadata", {}).get("dia_id"), "final_score": r.get("final_score", 0.0)} for r in body["results"]]
+    results = [{"dia_id": dialog_id(r["memory"].get("metadata") or {}), "final_score": r.get("final_score", 0.0)} for r in body["results"]]
     return results, body.get("query_time_ms", 0.0)
+
+
+def dialog_id(metadata: dict) -> str | None:
+    return metadata.get("dia_id") or metadata.get("dialog_id")
 
 
 def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
@@ -186,7 +221,8 @@ def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
             time.sleep(0.5)
 
 
-def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int, surface: str = "automem", bank: str = "locomo") -> dict:
+def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int, surface: str = "automem", bank: str = "locomo",
+             style: str = "engram") -> dict:
     """recall@5 / recall@10 of the results in the order returned; with graph expansion (which appends
     expanded memories after the `limit` seeds) also recall@10 of all results re-sorted by final_score
     and recall over everything returned."""
@@ -200,7 +236,7 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
         if not wanted:
             continue
         started = time.perf_counter()
-        results, server = recall_once(client, surface, bank, qa["question"], sample_id, params, k_max)
+        results, server = recall_once(client, surface, bank, qa["question"], sample_id, params, k_max, style)
         latencies.append((time.perf_counter() - started) * 1000)
         if server is not None:
             server_ms.append(server)
@@ -262,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest", choices=("automem", "hindsight"), default=None,
                         help="the API the memories are stored through (default: --surface's)")
     parser.add_argument("--bank", default="locomo", help="with --surface hindsight: the bank (default locomo; 'default' with --ingest automem)")
+    parser.add_argument("--style", choices=("engram", "automem"), default="engram",
+                        help="how turns are stored: engram (default: session dates as timestamps, session_id unique per "
+                             "conversation, tag locomo:<id>) or automem (as AutoMem's own LoCoMo benchmark stores them: no "
+                             "timestamp, session_id = the session's number, tags conversation:<id> / session:<n> / speaker:<name>; "
+                             "recalled within conversation:<id>, tag_match exact); AutoMem's surface only")
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                         help="a setting of the in-process service (e.g. recall_rerank_model=/tmp/ce), repeatable")
     args = parser.parse_args(argv)
@@ -274,12 +315,16 @@ def main(argv: list[str] | None = None) -> int:
         label = f"hindsight-{label}" + ("-automem-ingest" if ingest_surface == "automem" else "")
     if args.enrichment and not args.label:
         label = f"enrichment-{label}"
+    if args.style != "engram":
+        if args.surface != "automem" or (args.ingest or "automem") != "automem":
+            parser.error("--style automem stores and recalls through AutoMem's API only")
+        label = args.label or f"{args.style}-style-{label}"
 
     def run(url: str, token: str) -> dict:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank)
+            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank, args.style)
             enrichment = wait_for_enrichment(client) if args.enrichment or args.wait_enrichment else None
-            result = evaluate(client, data, params, 10, args.surface, bank)
+            result = evaluate(client, data, params, 10, args.surface, bank, args.style)
             result["ingest_memories_per_s"] = rate
             if enrichment:
                 stats = enrichment["status"]["stats"]
@@ -295,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = dict(item.split("=", 1) for item in args.set)
         with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment, **settings) as url:
             result = run(url, token)
-    result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface)
+    result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface, style=args.style)
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
