@@ -101,6 +101,9 @@ class DeleteReport:
 class BankRegistry:
     def __init__(self, client: OpenSearch, settings: Settings):
         self.client = client
+        # Profiles are read by id (a realtime GET); the bank list is a search, which sees a profile
+        # once refreshed: WRITE_REFRESH, as for memories (`true`: listed by the next request).
+        self.refresh = settings.write_refresh
         self.alias = settings.banks_alias
         self.memories = settings.memories_alias
         self.edges = settings.edges_alias
@@ -140,7 +143,7 @@ class BankRegistry:
         doc = {"bank": bank, "name": bank, "profile": {}, "created_at": iso(now), "updated_at": iso(now)}
         with engine_errors("register bank", write=True):
             try:
-                self.client.index(index=self.alias, id=bank, body=doc, op_type="create", refresh="wait_for")
+                self.client.index(index=self.alias, id=bank, body=doc, op_type="create", refresh=self.refresh)
             except os_exc.ConflictError:
                 pass  # registered already
 
@@ -156,7 +159,7 @@ class BankRegistry:
             params: dict[str, Any] = {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]} if found else {"op_type": "create"}
             with engine_errors("store bank", write=True):
                 try:
-                    self.client.index(index=self.alias, id=bank, body=doc, refresh="wait_for", **params)
+                    self.client.index(index=self.alias, id=bank, body=doc, refresh=self.refresh, **params)
                 except os_exc.ConflictError:
                     continue  # a concurrent update: read it and apply ours on top
             return self._bank(bank, doc)
@@ -225,7 +228,7 @@ class BankRegistry:
                         break
             setattr(report, name, deleted)
         with engine_errors("delete bank profile", write=True):
-            resp = self.client.delete(index=self.alias, id=bank, refresh="wait_for", ignore=[404])
+            resp = self.client.delete(index=self.alias, id=bank, refresh=self.refresh, ignore=[404])
         report.profile_deleted = resp.get("result") == "deleted"
         log.info("bank_deleted", extra={"bank": bank, "memories": report.memories_deleted, "edges": report.edges_deleted,
                                         "consolidation_records": report.consolidation_records_deleted})

@@ -6,6 +6,10 @@ fresh install does not run everything at once) and `ConsolidationRun` nodes prun
 CONSOLIDATION_HISTORY_LIMIT; these are their documents. A scheduled run is *claimed* by rewriting
 the control document with the version it was read at (if_seq_no / if_primary_term): of several
 replicas that find a task due, exactly one wins the claim.
+
+The control document is only ever read by id (a realtime GET), so its writes wait for no refresh;
+a run record is listed by a search, so it is written with WRITE_REFRESH (default `true`: the
+status that follows lists it).
 """
 
 from __future__ import annotations
@@ -47,15 +51,16 @@ def recent_runs_body(bank: str, size: int, offset: int = 0, *, source: bool = Tr
 
 
 class HistoryStore:
-    def __init__(self, client: OpenSearch, alias: str, bank: str, limit: int):
+    def __init__(self, client: OpenSearch, alias: str, bank: str, limit: int, *, refresh: str = "true"):
         self.client = client
         self.alias = alias
         self.bank = bank
         self.limit = limit
+        self.refresh = refresh  # for the run records (WRITE_REFRESH)
         self.control_id = f"control:{bank}"
 
     def for_bank(self, bank: str) -> HistoryStore:
-        return self if bank == self.bank else HistoryStore(self.client, self.alias, bank, self.limit)
+        return self if bank == self.bank else HistoryStore(self.client, self.alias, bank, self.limit, refresh=self.refresh)
 
     # --- the schedule -----------------------------------------------------------------------
     def control(self, now: datetime) -> tuple[dict[str, Any], int, int]:
@@ -68,7 +73,7 @@ class HistoryStore:
             doc = {"kind": "control", "bank": self.bank, "updated_at": iso(now), **{f: iso(now) for f in LAST_RUN.values()}}
             with engine_errors("create consolidation control"):
                 try:
-                    self.client.index(index=self.alias, id=self.control_id, body=doc, op_type="create", refresh="wait_for")
+                    self.client.index(index=self.alias, id=self.control_id, body=doc, op_type="create")
                 except os_exc.ConflictError:
                     pass  # another replica created it first: read theirs
         raise EngineUnavailable("consolidation control document could not be read or created")
@@ -92,7 +97,7 @@ class HistoryStore:
         with engine_errors("claim consolidation task"):
             try:
                 self.client.index(
-                    index=self.alias, id=self.control_id, body=claimed, if_seq_no=seq_no, if_primary_term=primary_term, refresh="wait_for",
+                    index=self.alias, id=self.control_id, body=claimed, if_seq_no=seq_no, if_primary_term=primary_term,
                 )
             except os_exc.ConflictError:
                 return False
@@ -102,7 +107,7 @@ class HistoryStore:
         self.control(now)  # a fresh schedule first, so the other tasks are not "due" at once
         fields = {LAST_RUN[t]: when for t in tasks_for_mode(mode)}
         with engine_errors("update consolidation control"):
-            self.client.update(index=self.alias, id=self.control_id, body={"doc": {**fields, "updated_at": when}}, retry_on_conflict=5, refresh="wait_for")
+            self.client.update(index=self.alias, id=self.control_id, body={"doc": {**fields, "updated_at": when}}, retry_on_conflict=5)
 
     # --- runs ---------------------------------------------------------------------------------
     def record(self, result: dict[str, Any], *, trigger: str, affected: int) -> str:
@@ -117,7 +122,7 @@ class HistoryStore:
         if result.get("error"):
             doc["error"] = result["error"]
         with engine_errors("record consolidation run"):
-            self.client.index(index=self.alias, id=f"run:{run_id}", body=doc, refresh="wait_for")
+            self.client.index(index=self.alias, id=f"run:{run_id}", body=doc, refresh=self.refresh)
         self.prune()
         return run_id
 
@@ -133,5 +138,5 @@ class HistoryStore:
             if not hits:
                 return 0
             lines = [{"delete": {"_index": self.alias, "_id": h["_id"]}} for h in hits]
-            self.client.bulk(body=lines, refresh="wait_for")
+            self.client.bulk(body=lines, refresh=self.refresh)
         return len(hits)

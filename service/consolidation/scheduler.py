@@ -191,5 +191,6 @@ def build_consolidation(
     from service.consolidation.engine import ConsolidationIO
 
     io = ConsolidationIO(memories, edges, writer, settings.excluded_types)
-    history = HistoryStore(client, settings.consolidation_alias, settings.default_bank, settings.consolidation_history_limit)
+    history = HistoryStore(client, settings.consolidation_alias, settings.default_bank, settings.consolidation_history_limit,
+                           refresh=settings.write_refresh)
     return ConsolidationService(settings, Consolidator(settings, io), history, publish, banks)
