@@ -1,4 +1,5 @@
-"""The background enrichment worker: a bounded in-process queue and ENRICHMENT_WORKERS threads.
+"""The background enrichment worker: ENRICHMENT_WORKERS threads over a bounded in-process queue
+(service/enrichment/jobs.py).
 
 Each thread takes up to ENRICHMENT_BATCH_SIZE memories and, per batch: one search reads them
 (with versions and vectors), the extractor finds entities, one _msearch finds kNN neighbours
@@ -17,19 +18,18 @@ enriched bank by bank — neighbours, sequences and edges only ever within the m
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from service.config import Settings
 from service.enrichment import plan
 from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
+from service.enrichment.jobs import Job, JobQueue
+from service.enrichment.stats import local_pipeline_status, EnrichmentStats
 from service.enrichment.pacing import pause_after
-from service.memory_types import classification_counts
 from service.storage.edges import EdgeStore
 from service.storage.memories import VECTOR_SCRIPT, MemoryStore
 from service.timeparse import iso
@@ -62,44 +62,6 @@ def by_bank(subjects: Sequence[plan.Subject]) -> dict[str, list[plan.Subject]]:
     return out
 
 
-@dataclass
-class EnrichmentStats:
-    """AutoMem's EnrichmentStats fields, plus what an offline batch worker can also tell."""
-
-    processed_total: int = 0
-    successes: int = 0
-    failures: int = 0
-    last_success_id: str | None = None
-    last_success_at: str | None = None
-    last_error: str | None = None
-    last_error_at: str | None = None
-    skipped: int = 0  # already enriched for this content, or deleted
-    cancelled: int = 0  # content changed during the run: the stale result was dropped
-    conflicts_replanned: int = 0  # another write (not to the content) landed: planned again on the new version
-    dropped: int = 0  # queue full: left pending in the engine for a later scan
-    entities: int = 0
-    similar_edges: int = 0
-    preceded_edges: int = 0
-    busy_seconds: float = 0.0
-    paced_seconds: float = 0.0  # rests while clients were served (ENRICHMENT_DUTY_WHILE_SERVING)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        # Per worker thread: busy_seconds adds up the threads' busy time.
-        out["memories_per_worker_second"] = round(self.successes / self.busy_seconds, 1) if self.busy_seconds else None
-        out["busy_seconds"] = round(self.busy_seconds, 3)
-        out["paced_seconds"] = round(self.paced_seconds, 3)
-        return out
-
-
-@dataclass
-class _Job:
-    memory_id: str
-    attempt: int = 0
-    forced: bool = False
-    started: float = field(default=0.0)
-
-
 class EnrichmentWorker:
     def __init__(self, settings: Settings, memories: MemoryStore, edges: EdgeStore, *,
                  gazetteer: Gazetteer | None = None, on_event: EventCallback | None = None,
@@ -112,18 +74,13 @@ class EnrichmentWorker:
         self.gazetteer = gazetteer
         self.on_event: EventCallback = on_event or _no_event
         self.stats = EnrichmentStats()
-        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=settings.enrichment_queue_size)
-        self._lock = threading.Lock()
-        self._pending: set[str] = set()
-        self._inflight: set[str] = set()
-        self._forced: set[str] = set()
+        self._lock = threading.Lock()  # the stats, shared by the worker threads
+        self.jobs = JobQueue(settings.enrichment_queue_size, on_drop=self._dropped)
         self._sequence_lock = threading.Lock()  # PRECEDED_BY planning + commit, one batch at a time
         self._dirty = False  # enrichment writes not yet visible to searches
-        self._backlog = True  # pending memories may exist in the engine beyond the queue
         self._last_scan = 0.0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._timers: set[threading.Timer] = set()
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -140,13 +97,12 @@ class EnrichmentWorker:
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
-        for timer in list(self._timers):
-            timer.cancel()
+        self.jobs.cancel_timers()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = []
-        log.info("enrichment worker stopped (%d queued memories stay pending in the engine)", self._queue.qsize())
+        log.info("enrichment worker stopped (%d queued memories stay pending in the engine)", self.jobs.size())
 
     @property
     def running(self) -> bool:
@@ -161,61 +117,33 @@ class EnrichmentWorker:
 
     # --- queue ----------------------------------------------------------------------------------
     def enqueue(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0, requeue: bool = False) -> int:
-        """Queue memories (already-queued ones once, and not while a worker holds them: a change
-        during their run fails its guarded commit and re-queues them, `requeue`); a full queue leaves
-        the rest pending in the engine, where the next scan finds them. Returns how many were queued."""
-        queued = 0
-        for memory_id in ids:
-            with self._lock:
-                if forced:
-                    self._forced.add(memory_id)
-                if memory_id in self._pending or (memory_id in self._inflight and not requeue and not forced):
-                    continue
-                try:
-                    self._queue.put_nowait(_Job(memory_id, attempt, forced))
-                except queue.Full:
-                    self.stats.dropped += 1
-                    self._backlog = True
-                    continue
-                self._pending.add(memory_id)
-                queued += 1
-        return queued
+        """Queue memories (JobQueue.put); returns how many were queued."""
+        return self.jobs.put(ids, forced=forced, attempt=attempt, requeue=requeue)
+
+    def _dropped(self) -> None:
+        with self._lock:
+            self.stats.dropped += 1
 
     def scan(self) -> int:
         """Queue pending memories from the engine, oldest first, as many as the queue has room for."""
         self._last_scan = time.monotonic()
-        room = min(SCAN_MAX, self._queue.maxsize - self._queue.qsize())
+        room = min(SCAN_MAX, self.jobs.room())
         if room <= 0:
             return 0
         body = {"size": room, "_source": False, "query": plan.pending_query(None), "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
         hits = self.memories.search(body)["hits"]["hits"]
-        with self._lock:
-            fresh = [h["_id"] for h in hits if h["_id"] not in self._pending and h["_id"] not in self._inflight]
-            self._backlog = len(hits) >= room
-        return self.enqueue(fresh)
+        self.jobs.backlog = len(hits) >= room
+        return self.enqueue(self.jobs.unknown(h["_id"] for h in hits))
 
-    def _take(self) -> list[_Job]:
-        try:
-            first = self._queue.get(timeout=self.settings.enrichment_idle_sleep_seconds)
-        except queue.Empty:
-            if (self._backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
-                try:
-                    self.scan()
-                except Exception:  # noqa: BLE001 - the engine may be down; try again when idle next
-                    log.warning("scan for pending memories failed", exc_info=True)
-            return []
-        jobs = [first]
-        while len(jobs) < self.settings.enrichment_batch_size:
+    def _take(self) -> list[Job]:
+        """The next batch; when none comes, a scan for pending memories if a backlog may exist (or
+        a while has passed), and []."""
+        jobs = self.jobs.take(self.settings.enrichment_batch_size, self.settings.enrichment_idle_sleep_seconds)
+        if not jobs and (self.jobs.backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
             try:
-                jobs.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        with self._lock:
-            for job in jobs:
-                self._pending.discard(job.memory_id)
-                self._inflight.add(job.memory_id)
-                job.forced = job.forced or job.memory_id in self._forced
-                self._forced.discard(job.memory_id)
+                self.scan()
+            except Exception:  # noqa: BLE001 - the engine may be down; try again when idle next
+                log.warning("scan for pending memories failed", exc_info=True)
         return jobs
 
     def _run(self) -> None:
@@ -233,8 +161,7 @@ class EnrichmentWorker:
                 took = time.perf_counter() - started
                 with self._lock:
                     self.stats.busy_seconds += took
-                    for job in jobs:
-                        self._inflight.discard(job.memory_id)
+                self.jobs.done(jobs)
             if self.serving():
                 rest = pause_after(took, self.settings.enrichment_duty_while_serving)
                 if rest > 0:
@@ -243,7 +170,7 @@ class EnrichmentWorker:
                         self.stats.paced_seconds += rest
 
     # --- one batch ------------------------------------------------------------------------------
-    def process(self, jobs: Sequence[_Job]) -> None:
+    def process(self, jobs: Sequence[Job]) -> None:
         for job in jobs:
             job.started = time.perf_counter()
             self.on_event("enrichment.start", {"memory_id": job.memory_id, "attempt": job.attempt + 1})
@@ -310,7 +237,7 @@ class EnrichmentWorker:
                 side[s.id] = plan.Member(hits[0]["_id"], s.scope, hits[0]["_source"].get("timestamp")) if hits else None
         return before, after
 
-    def _commit(self, subjects: list[plan.Subject], jobs: dict[str, _Job], entities: dict, similar: dict, bank: str) -> None:
+    def _commit(self, subjects: list[plan.Subject], jobs: dict[str, Job], entities: dict, similar: dict, bank: str) -> None:
         if self._dirty:
             self.memories.refresh_now()  # the previous batch's scopes must be visible to this one
             self._dirty = False
@@ -356,7 +283,7 @@ class EnrichmentWorker:
                 self.stats.preceded_edges += int(s.id in preceded)
             self._complete(jobs[s.id], skipped=False)
 
-    def _replan(self, conflicted: list[plan.Subject], jobs: dict[str, _Job]) -> list[plan.Subject]:
+    def _replan(self, conflicted: list[plan.Subject], jobs: dict[str, Job]) -> list[plan.Subject]:
         """Another write landed since the read: same inputs -> plan again on the new version;
         changed content (or tags, scope, timestamp) -> drop the stale result and enrich again."""
         fresh = self.read([s.id for s in conflicted])
@@ -378,7 +305,7 @@ class EnrichmentWorker:
             elapsed = int((time.perf_counter() - job.started) * 1000)
             self.on_event("enrichment.complete", {"memory_id": s.id, "success": False, "elapsed_ms": elapsed, "skipped": True, "cancelled": True})
             if new is not None:
-                self._requeue(_Job(s.id, 0, job.forced))
+                self._requeue(Job(s.id, 0, job.forced))
         return again
 
     def _write_edges(self, subjects, committed, similar, links, repoint, edges: EdgeStore) -> None:
@@ -415,7 +342,7 @@ class EnrichmentWorker:
         return {h["_id"]: h["_source"].get("bank") or self.memories.bank for h in hits}
 
     # --- outcomes -------------------------------------------------------------------------------
-    def _complete(self, job: _Job, *, skipped: bool) -> None:
+    def _complete(self, job: Job, *, skipped: bool) -> None:
         elapsed = int((time.perf_counter() - job.started) * 1000)
         with self._lock:
             self.stats.processed_total += 1
@@ -427,13 +354,13 @@ class EnrichmentWorker:
                 self.stats.last_success_at = _now()
         self.on_event("enrichment.complete", {"memory_id": job.memory_id, "success": True, "elapsed_ms": elapsed, "skipped": skipped})
 
-    def _failed(self, jobs: Sequence[_Job], exc: Exception) -> None:
+    def _failed(self, jobs: Sequence[Job], exc: Exception) -> None:
         for job in jobs:
             if job.started == 0.0:
                 job.started = time.perf_counter()
             self._retry(job, str(exc) or type(exc).__name__)
 
-    def _retry(self, job: _Job, error: str) -> None:
+    def _retry(self, job: Job, error: str) -> None:
         attempts = job.attempt + 1
         will_retry = attempts < self.settings.enrichment_max_attempts
         now = _now()
@@ -454,18 +381,12 @@ class EnrichmentWorker:
         except Exception:  # noqa: BLE001 - the engine may be what failed; the memory stays pending
             log.warning("could not record the enrichment failure of %s", job.memory_id, exc_info=True)
         if will_retry:
-            self._requeue(_Job(job.memory_id, attempts, job.forced), delay=self.settings.enrichment_failure_backoff_seconds)
+            self._requeue(Job(job.memory_id, attempts, job.forced), delay=self.settings.enrichment_failure_backoff_seconds)
         else:
             log.error("giving up on enrichment of %s after %d attempts: %s", job.memory_id, attempts, error)
 
-    def _requeue(self, job: _Job, delay: float = 0.0) -> None:
-        if delay <= 0:
-            self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
-            return
-        timer = threading.Timer(delay, lambda: (self._timers.discard(timer), self.enqueue([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)))
-        timer.daemon = True
-        self._timers.add(timer)
-        timer.start()
+    def _requeue(self, job: Job, delay: float = 0.0) -> None:
+        self.jobs.put_later(job, delay)
 
     # --- reporting ------------------------------------------------------------------------------
     def mark_pending(self, ids: Sequence[str]) -> None:
@@ -481,44 +402,33 @@ class EnrichmentWorker:
             raise RuntimeError(f"marking {len(failed)} memories for enrichment failed: {failed[0]}")
 
     def idle(self) -> bool:
-        with self._lock:
-            return not self._pending and not self._inflight and self._queue.empty()
+        return self.jobs.idle()
 
     def queue_counts(self) -> dict[str, int]:
         """The queue and the worker's totals without an engine call (read by GET /metrics at each scrape)."""
+        _, inflight = self.jobs.counts()
         with self._lock:
-            inflight = len(self._inflight)
             stats = self.stats
             totals = {"successes": stats.successes, "failures": stats.failures, "skipped": stats.skipped,
                       "cancelled": stats.cancelled, "dropped": stats.dropped}
-        return {"queue_size": self._queue.qsize(), "queue_capacity": self._queue.maxsize, "inflight": inflight, **totals}
+        return {"queue_size": self.jobs.size(), "queue_capacity": self.jobs.capacity, "inflight": inflight, **totals}
 
     def status(self, bank: str | None = None) -> dict[str, Any]:
         """The worker's state; `stored` counts the memories of `bank` (the default bank when None)."""
+        pending, inflight = self.jobs.counts()
         with self._lock:
-            pending, inflight = len(self._pending), len(self._inflight)
             stats = self.stats.to_dict()
         resp = self.memories.search(plan.status_counts_body(bank or self.memories.bank))
         buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
-        counts = classification_counts()
         return {
             "status": "running" if self.running else "stopped",
-            "queue_size": self._queue.qsize(),
-            "queue_capacity": self._queue.maxsize,
+            "queue_size": self.jobs.size(),
+            "queue_capacity": self.jobs.capacity,
             "pending": pending,
             "inflight": inflight,
             "workers": self.settings.enrichment_workers,
             "max_attempts": self.settings.enrichment_max_attempts,
             "stored": {name: int(b.get("doc_count", 0)) for name, b in buckets.items()},
             "stats": stats,
-            # Type classification runs on every write, by rules only: no language model is tried,
-            # so there are no LLM attempts, successes or fallbacks to one.
-            "classification": {
-                "llm_attempts": 0, "llm_successes": 0, "fallbacks": counts["fallbacks"],
-                "pattern_classifications": counts["pattern_classifications"], "last_error": None, "last_error_at": None,
-                "classifier": "rules",
-            },
-            # The quota circuit guards a paid extraction API; the extractor here is local, so it never opens.
-            "circuit": {"open": False, "circuit_open_skips": 0, "recoveries": 0},
-            "extractor": "rules+gazetteers",
+            **local_pipeline_status(),
         }

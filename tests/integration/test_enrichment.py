@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from service.enrichment.worker import _Job
+from service.enrichment.jobs import Job
 from tests.conftest import ADMIN
 from tests.integration.support import assert_error, mem, recall
 
@@ -195,7 +195,7 @@ def test_content_edit_during_extraction_cancels_the_stale_result(make_client, mo
     monkeypatch.setattr(worker, "_similar", edit_meanwhile)
     events = []
     worker.on_event = lambda kind, data: events.append((kind, data))
-    worker.process([_Job(mid)])
+    worker.process([Job(mid)])
     assert worker.stats.cancelled == 1 and worker.stats.successes == 0
     m = memory(api, mid)
     assert m["content"] == "Bob moved to Madrid." and "enrichment" not in m and not any(t.startswith("entity:") for t in m["tags"])
@@ -217,7 +217,7 @@ def test_other_concurrent_writes_are_kept_and_the_run_replanned(make_client, mon
         return original(subjects)
 
     monkeypatch.setattr(worker, "_similar", touch_meanwhile)
-    worker.process([_Job(mid)])
+    worker.process([Job(mid)])
     m = memory(api, mid)
     assert worker.stats.conflicts_replanned == 1 and worker.stats.successes == 1
     assert m["importance"] == 0.9 and m["enrichment"]["status"] == "done"

@@ -1,0 +1,124 @@
+"""The enrichment worker's bounded in-process queue: which memories wait, which a worker thread holds,
+which were forced (POST /enrichment/reprocess), and the retries waiting for their backoff.
+
+Pure bookkeeping, no engine I/O: a full queue refuses the rest, which stay pending in the engine
+until the worker's next scan (service/enrichment/worker.py) finds them.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Job:
+    memory_id: str
+    attempt: int = 0
+    forced: bool = False
+    started: float = field(default=0.0)
+
+
+class JobQueue:
+    def __init__(self, capacity: int, *, on_drop: Callable[[], None] = lambda: None):
+        self._queue: queue.Queue[Job] = queue.Queue(maxsize=capacity)
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()  # in the queue
+        self._inflight: set[str] = set()  # taken by a worker thread
+        self._forced: set[str] = set()
+        self._timers: set[threading.Timer] = set()
+        self.on_drop = on_drop
+        # Pending memories may exist in the engine beyond the queue (an overflow, or a start-up).
+        self.backlog = True
+
+    @property
+    def capacity(self) -> int:
+        return self._queue.maxsize
+
+    def size(self) -> int:
+        return self._queue.qsize()
+
+    def room(self) -> int:
+        return self._queue.maxsize - self._queue.qsize()
+
+    def put(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0, requeue: bool = False) -> int:
+        """Queue memories (already-queued ones once, and not while a worker holds them: a change
+        during their run fails its guarded commit and re-queues them, `requeue`); a full queue leaves
+        the rest pending in the engine. Returns how many were queued."""
+        queued = 0
+        for memory_id in ids:
+            with self._lock:
+                if forced:
+                    self._forced.add(memory_id)
+                if memory_id in self._pending or (memory_id in self._inflight and not requeue and not forced):
+                    continue
+                try:
+                    self._queue.put_nowait(Job(memory_id, attempt, forced))
+                except queue.Full:
+                    self.backlog = True
+                    self.on_drop()
+                    continue
+                self._pending.add(memory_id)
+                queued += 1
+        return queued
+
+    def put_later(self, job: Job, delay: float) -> None:
+        """Queue `job` again after `delay` seconds (a retry's backoff); at once when delay <= 0."""
+        if delay <= 0:
+            self.put([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
+            return
+
+        def fire() -> None:
+            self._timers.discard(timer)
+            self.put([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
+
+        timer = threading.Timer(delay, fire)
+        timer.daemon = True
+        self._timers.add(timer)
+        timer.start()
+
+    def cancel_timers(self) -> None:
+        for timer in list(self._timers):
+            timer.cancel()
+
+    def unknown(self, ids: Iterable[str]) -> list[str]:
+        """The ids neither queued nor held by a worker thread."""
+        with self._lock:
+            return [i for i in ids if i not in self._pending and i not in self._inflight]
+
+    def take(self, batch_size: int, timeout: float) -> list[Job]:
+        """Up to `batch_size` jobs, waiting up to `timeout` seconds for the first ([] if none came);
+        they count as in flight until `done`."""
+        try:
+            first = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return []
+        jobs = [first]
+        while len(jobs) < batch_size:
+            try:
+                jobs.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        with self._lock:
+            for job in jobs:
+                self._pending.discard(job.memory_id)
+                self._inflight.add(job.memory_id)
+                job.forced = job.forced or job.memory_id in self._forced
+                self._forced.discard(job.memory_id)
+        return jobs
+
+    def done(self, jobs: Iterable[Job]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._inflight.discard(job.memory_id)
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending and not self._inflight and self._queue.empty()
+
+    def counts(self) -> tuple[int, int]:
+        """(queued, in flight)."""
+        with self._lock:
+            return len(self._pending), len(self._inflight)
