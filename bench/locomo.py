@@ -21,6 +21,8 @@ confidence follow the write rules) and recalls through `POST /v1/default/banks/{
 with Hindsight's defaults (budget mid, max_tokens 4096) and `tags: ["locomo:<id>"]`, `tags_match: any_strict`;
 the first 5 / 10 results are scored. `--ingest automem` recalls through Hindsight over memories
 stored through AutoMem (the default bank), to compare the two recall routes on identical memories.
+`--surface signet` recalls the memories stored through AutoMem through Signet's `POST
+/api/memory/recall` (`limit` 10, `tags: "locomo:<id>"`, no session: nothing is deduplicated).
 """
 
 from __future__ import annotations
@@ -183,6 +185,14 @@ def json_or_text(value: str):
 def recall_once(client: httpx.Client, surface: str, bank: str, question: str, sample_id: str, params: dict[str, str], k_max: int,
                 style: str = "engram") -> tuple[list[dict], float | None]:
     """(results as [{dia_id, final_score}], server-side ms when the surface reports it)."""
+    if surface == "signet":
+        body = {"query": question, "tags": f"locomo:{sample_id}", "limit": k_max, **{k: json_or_text(v) for k, v in params.items()}}
+        resp = client.post("/api/memory/recall", json=body)
+        if resp.status_code != 200:
+            raise RuntimeError(f"recall failed: {resp.status_code} {resp.text[:500]}")
+        # Signet's rows carry no metadata: the dia_id comes back from the id memories_for gave.
+        results = [{"dia_id": r["id"].removeprefix(f"{sample_id}-").replace("_", ":"), "final_score": r["score"]} for r in resp.json()["results"]]
+        return results, None
     if surface == "hindsight":
         body = {"query": question, "tags": [f"locomo:{sample_id}"], "tags_match": "any_strict", **{k: json_or_text(v) for k, v in params.items()}}
         resp = client.post(f"/v1/default/banks/{bank}/memories/recall", json=body)
@@ -293,8 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enrichment", action="store_true",
                         help="run the in-process service with ENRICHMENT_ENABLED and wait for it after ingest (default: off, as the published figures)")
     parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
-    parser.add_argument("--surface", choices=("automem", "hindsight"), default="automem",
-                        help="the API recalled through: AutoMem's GET /recall (default) or Hindsight's POST .../memories/recall")
+    parser.add_argument("--surface", choices=("automem", "hindsight", "signet"), default="automem",
+                        help="the API recalled through: AutoMem's GET /recall (default), Hindsight's POST .../memories/recall "
+                             "or Signet's POST /api/memory/recall (over memories stored through AutoMem's API)")
     parser.add_argument("--ingest", choices=("automem", "hindsight"), default=None,
                         help="the API the memories are stored through (default: --surface's)")
     parser.add_argument("--bank", default="locomo", help="with --surface hindsight: the bank (default locomo; 'default' with --ingest automem)")
@@ -308,11 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
     data = json.loads(args.data.read_text())
-    ingest_surface = args.ingest or args.surface
+    ingest_surface = args.ingest or ("automem" if args.surface == "signet" else args.surface)
     bank = "default" if ingest_surface == "automem" and args.surface == "hindsight" else args.bank
     label = args.label or ("-".join(f"{k}={v}" for k, v in params.items()) or "default")
     if args.surface == "hindsight" and not args.label:
         label = f"hindsight-{label}" + ("-automem-ingest" if ingest_surface == "automem" else "")
+    if args.surface == "signet":
+        if ingest_surface != "automem":
+            parser.error("--surface signet recalls memories stored through AutoMem's API (the default bank)")
+        label = args.label or f"signet-{label}"
     if args.enrichment and not args.label:
         label = f"enrichment-{label}"
     if args.style != "engram":

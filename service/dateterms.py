@@ -31,6 +31,10 @@ MAX_DAY_SPAN = 7
 MAX_MONTH_SPAN = 31
 MAX_YEAR_SPAN = 366
 MAX_AGO = 400
+# A time window is matched by at most this many day terms, and months / years it covers whole
+# (window_terms): a terms query of a few hundred values.
+MAX_WINDOW_DAYS = 92
+MAX_WINDOW_MONTHS = 240
 # A text is read up to this many characters for dates (contents are at most MEMORY_CONTENT_MAX).
 MAX_SCAN = 20_000
 MAX_EXPRESSIONS = 20
@@ -230,6 +234,60 @@ def memory_date_terms(content: str | None, timestamp: datetime | None) -> list[s
     for span in spans(content, timestamp):
         out.update(dict.fromkeys(span_terms(span)))
     return sorted(out)
+
+
+def _half_covered(start: datetime, end: datetime) -> tuple[date, date] | None:
+    """The first and last UTC days that [start, end) covers for half a day or more."""
+    half, day_length = timedelta(hours=12), timedelta(days=1)
+
+    def covered(d: date) -> bool:
+        day = datetime(d.year, d.month, d.day, tzinfo=UTC)
+        day_end = day + day_length if d < date.max else datetime.max.replace(tzinfo=UTC)  # the calendar's last day
+        return min(end, day_end) - max(start, day) >= half
+
+    first, last = start.date(), (end - timedelta(microseconds=1)).date()
+    if not covered(first):
+        if first == date.max:
+            return None
+        first += day_length
+    if not covered(last):
+        if last == date.min:
+            return None
+        last -= day_length
+    return (first, last) if first <= last else None
+
+
+def window_terms(start: datetime | None, end: datetime | None) -> list[str]:
+    """The terms any one of which puts a memory's dates inside the window [start, end), at day
+    resolution: each day the window covers for half a day or more (up to MAX_WINDOW_DAYS of them),
+    and the months and years those days fill. Days are UTC days, as in `date_terms`; by the half-day
+    rule a calendar day in a zone within 12 hours of UTC (Signet's date phrases) is that day. A window
+    shorter than that: the day of its middle. Signet's `occurred` facet (service/recall/queries.py).
+    [] for an open window."""
+    if start is None or end is None or end <= start:
+        return []
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    days = _half_covered(start, end)
+    if days is None:
+        middle = (start + (end - start) / 2).date()
+        days = (middle, middle)
+    first, last = days
+    out: dict[str, None] = {}
+    if (last - first).days < MAX_WINDOW_DAYS:
+        for n in range((last - first).days + 1):
+            out[f"d:{(first + timedelta(days=n)).isoformat()}"] = None
+    month = date(first.year, first.month, 1)
+    for _ in range(MAX_WINDOW_MONTHS):
+        following = _next_month(month)
+        if month > last or following is None:
+            break
+        if month >= first and following - timedelta(days=1) <= last:
+            out[f"m:{month.year}-{month.month:02d}"] = None
+        month = following
+    for year in range(first.year, min(last.year, first.year + MAX_WINDOW_MONTHS // 12) + 1):
+        if date(year, 1, 1) >= first and date(year, 12, 31) <= last:
+            out[f"y:{year}"] = None
+    return list(out)
 
 
 def query_date_terms(query: str | None, now: datetime) -> tuple[tuple[str, ...], ...]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from service.dateterms import window_terms
 from service.graph.current_state import active_must_not, candidate_must_not
 from service.recall.tag_groups import groups_clause
 from service.storage.queries import IMPORTANCE_SORT
@@ -65,7 +66,8 @@ MATCH_NOTHING = {"bool": {"must_not": [{"match_all": {}}]}}
 def window_clause(start: datetime | None, end: datetime | None, facets: Sequence[str] | None) -> dict:
     """The time window. Without facets: `timestamp`, both bounds inclusive (AutoMem's _result_passes_filters).
     With facets: any of them in [start, end) — `captured` is the timestamp, `valid` a validity interval
-    [t_valid, t_invalid) that overlaps the window."""
+    [t_valid, t_invalid) that overlaps the window, `occurred` the dates the memory was written on or
+    speaks of (`date_terms`, service/dateterms.py; day resolution, bounded windows only)."""
     if facets is None:
         rng: dict = {}
         if start:
@@ -88,6 +90,8 @@ def window_clause(start: datetime | None, end: datetime | None, facets: Sequence
         if start:
             valid["must_not"] = [{"range": {"t_invalid": {"lte": start.isoformat()}}}]
         should.append({"bool": valid})
+    if "occurred" in facets and (terms := window_terms(start, end)):
+        should.append({"terms": {"date_terms": terms}})
     if not should:
         return MATCH_NOTHING
     return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}

@@ -138,7 +138,15 @@ def test_time_facets_and_modes(api):
     assert ids(got) == [valid]
     assert (got["results"][0]["temporal_facet"], got["results"][0]["temporal_start_at"], got["results"][0]["temporal_end_at"]) == (
         "valid", "2026-05-10T00:00:00.000Z", None)
-    assert signet(api, query="mobile app release", time={**window, "facets": ["session", "occurred"]})["results"] == []
+    assert signet(api, query="mobile app release", time={**window, "facets": ["session", "source", "observed"]})["results"] == []
+    # occurred: the dates a memory was written on or speaks of ("yesterday", written the day after)
+    spoke = put(api, "Yesterday the mobile app release notes were approved", timestamp="2026-05-14T09:00:00Z")
+    got = signet(api, query="mobile app release", time={**window, "facets": ["occurred"]})
+    assert set(ids(got)) == {captured, later, spoke}
+    facet = {r["id"]: (r["temporal_facet"], r["temporal_start_at"], r["temporal_end_at"]) for r in got["results"]}
+    assert facet[spoke] == ("occurred", "2026-05-13T00:00:00.000Z", "2026-05-14T00:00:00.000Z")
+    assert set(ids(signet(api, query="mobile app release", time={**window, "facets": ["captured"]}))) == {captured, later}
+    assert spoke in ids(signet(api, query="mobile app release on 2026-05-13"))  # a date phrase searches every facet
     timeline = signet(api, query="mobile app release", time={**window, "facets": ["captured"], "mode": "timeline"})
     assert ids(timeline) == [captured, later] and timeline["meta"]["temporal"]["mode"] == "timeline"
     assert_error(api.post("/api/memory/recall", json={"query": "x", "time": {**window, "facets": ["weather"]}}), 400, "facets")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from service.dateterms import Span, memory_date_terms, query_date_terms, span_terms, spans
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.dateterms import MAX_WINDOW_DAYS, MAX_WINDOW_MONTHS, Span, memory_date_terms, query_date_terms, span_terms, spans, window_terms
 
 MONDAY = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # 8 May 2023 was a Monday
 
@@ -101,3 +104,54 @@ def test_the_calendars_first_day_resolves_or_drops_never_raises(text):
 def test_the_last_month_of_the_calendar_has_its_terms():
     assert query_date_terms("in December 9999", MONDAY) == (("m:9999-12",),)
     assert query_date_terms("9999-12-31", MONDAY) == (("d:9999-12-31",),)
+
+
+def _utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (_utc(2023, 5, 23), _utc(2023, 5, 24), ["d:2023-05-23"]),  # one day, end exclusive
+        (_utc(2023, 5, 23, 15), _utc(2023, 5, 23, 18), ["d:2023-05-23"]),  # part of a day: the day
+        (_utc(2023, 5, 23, 6), _utc(2023, 5, 24, 6), ["d:2023-05-23"]),  # May 23 in Denver (UTC-6)
+        (_utc(2023, 5, 22, 15), _utc(2023, 5, 23, 15), ["d:2023-05-23"]),  # May 23 in Tokyo (UTC+9)
+        (_utc(2023, 5, 23, 20), _utc(2023, 5, 24, 2), ["d:2023-05-23"]),  # short: the day of its middle
+        (_utc(2023, 5, 31), _utc(2023, 6, 2), ["d:2023-05-31", "d:2023-06-01"]),
+        # a whole month: its days and the month itself ("in May" is no day)
+        (_utc(2023, 2, 1), _utc(2023, 3, 1), [f"d:2023-02-{d:02d}" for d in range(1, 29)] + ["m:2023-02"]),
+        # longer than MAX_WINDOW_DAYS: the months and years covered whole
+        (_utc(2022, 12, 15), _utc(2024, 1, 1), [f"m:2023-{m:02d}" for m in range(1, 13)] + ["y:2023"]),
+        (None, _utc(2023, 5, 24), []),  # open windows match no date term
+        # the calendar's ends: bounded work, no overflow
+        (_utc(9999, 12, 31, 12), datetime.max.replace(tzinfo=timezone.utc), ["d:9999-12-31"]),
+        (datetime.min.replace(tzinfo=timezone.utc), _utc(1, 1, 1, 11), ["d:0001-01-01"]),
+        (_utc(2023, 5, 24), _utc(2023, 5, 23), []),
+    ],
+)
+def test_window_terms(start, end, expected):
+    assert window_terms(start, end) == expected
+
+
+@given(day=st.dates(date(2000, 1, 1), date(2100, 1, 1)), first=st.dates(date(2000, 1, 1), date(2100, 1, 1)),
+       length=st.integers(1, MAX_WINDOW_DAYS))
+def test_a_memory_written_on_a_day_meets_exactly_the_windows_holding_that_day(day, first, length):
+    start = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
+    end = start + timedelta(days=length)
+    written = datetime(day.year, day.month, day.day, 12, tzinfo=timezone.utc)
+    meets = bool(set(memory_date_terms("", written)) & set(window_terms(start, end)))
+    assert meets == (start <= written < end)
+
+
+def test_a_memory_meets_a_window_through_the_day_its_content_speaks_of():
+    yesterday = memory_date_terms("I got accepted for the internship yesterday!", _utc(2023, 5, 24, 13))
+    assert set(yesterday) & set(window_terms(_utc(2023, 5, 23), _utc(2023, 5, 24)))
+    assert not set(memory_date_terms("Nothing dated here.", _utc(2023, 5, 24, 13))) & set(window_terms(_utc(2023, 5, 23), _utc(2023, 5, 24)))
+
+
+@given(start=st.datetimes(timezones=st.just(timezone.utc)), end=st.datetimes(timezones=st.just(timezone.utc)))
+def test_window_terms_are_bounded_and_never_raise(start, end):
+    terms = window_terms(start, end)
+    assert len(terms) <= MAX_WINDOW_DAYS + MAX_WINDOW_MONTHS + MAX_WINDOW_MONTHS // 12 + 1
+    assert all(t[:2] in ("d:", "m:", "y:") for t in terms)

@@ -182,9 +182,13 @@ S1, S2 = "2026-05-13T06:00:00+00:00", "2026-05-14T06:00:00+00:00"
             {"range": {"timestamp": {"gte": S1, "lt": S2}}},
             {"bool": {"filter": [{"exists": {"field": "t_valid"}}, {"range": {"t_valid": {"lt": S2}}}],
                       "must_not": [{"range": {"t_invalid": {"lte": S1}}}]}},
+            {"terms": {"date_terms": ["d:2026-05-13"]}},
         ], "minimum_should_match": 1}}),
-        # facets with no stored time match nothing
-        (D1, D2, ("session", "occurred"), {"bool": {"must_not": [{"match_all": {}}]}}),
+        # occurred: the dates a memory was written on or speaks of, at day resolution
+        (D1, D2, ("session", "occurred"), {"terms": {"date_terms": ["d:2026-05-13"]}}),
+        # ... of a bounded window only; facets with no stored time match nothing
+        (D1, None, ("occurred",), {"bool": {"must_not": [{"match_all": {}}]}}),
+        (D1, D2, ("session", "source", "observed"), {"bool": {"must_not": [{"match_all": {}}]}}),
     ],
 )
 def test_window_clause(start, end, facets, expected):

@@ -80,6 +80,13 @@ T = Temporal("filter", "query", "q", "q", z("2026-05-13T00:00:00Z"), z("2026-05-
          ("valid", "2026-05-10T00:00:00.000Z", "2026-05-13T12:00:00.000Z")),
         ({"timestamp": "2026-05-01T00:00:00+00:00", "t_valid": "2026-05-10T00:00:00+00:00", "t_invalid": "2026-05-13T00:00:00+00:00"}, DEFAULT_FACETS, None),
         ({"timestamp": "2026-05-13T15:00:00+00:00"}, ("valid",), None),
+        # the dates it speaks of ("yesterday", written the day after): the day met
+        ({"timestamp": "2026-05-14T09:00:00+00:00", "content": "We shipped it yesterday"}, DEFAULT_FACETS,
+         ("occurred", "2026-05-13T00:00:00.000Z", "2026-05-14T00:00:00.000Z")),
+        ({"timestamp": "2026-05-14T09:00:00+00:00", "content": "We shipped it yesterday"}, ("captured", "valid"), None),
+        ({"timestamp": "2026-05-14T09:00:00+00:00", "content": "We shipped it today"}, DEFAULT_FACETS, None),
+        # written in the window counts as occurred there too, when captured is not asked for
+        ({"timestamp": "2026-05-13T15:00:00+00:00", "content": "notes"}, ("occurred",), ("occurred", "2026-05-13T00:00:00.000Z", "2026-05-14T00:00:00.000Z")),
     ],
 )
 def test_facet_of(memory, facets, expected):

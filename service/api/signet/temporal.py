@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 from service.date_phrases import extract_date_phrase
+from service.dateterms import memory_date_terms, window_terms
 from service.recall.queries import TEMPORAL_FACETS
 from service.timeparse import parse_iso_datetime, stored_datetime
 
@@ -98,6 +99,17 @@ def facet_of(memory: Mapping[str, Any], t: Temporal) -> tuple[str, str | None, s
         valid_to is None or t.start is None or valid_to > t.start
     ):
         return "valid", js_iso(valid_from), js_iso(valid_to) if valid_to else None
+    if "occurred" in t.facets:
+        # The dates it was written on or speaks of: the stored date_terms, which no response shows,
+        # are what memory_date_terms gives for its content and timestamp.
+        met = set(memory_date_terms(memory.get("content"), ts)) & set(window_terms(t.start, t.end))
+        if met:
+            days = sorted(term[2:] for term in met if term.startswith("d:"))
+            if not days:  # a whole month or year of the window
+                return "occurred", js_iso(t.start), js_iso(t.end)
+            first = datetime.fromisoformat(days[0]).replace(tzinfo=timezone.utc)
+            last = datetime.fromisoformat(days[-1]).replace(tzinfo=timezone.utc) + timedelta(days=1)
+            return "occurred", js_iso(first), js_iso(last)
     return None
 
 
