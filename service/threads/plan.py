@@ -1,8 +1,8 @@
 """Thread context, planned by pure functions: which thread a memory is in, its place there, the
 engine queries that find its neighbours, and who gets which context.
 
-A memory of a thread (metadata `session_id` / `conversation_id` / `thread_id`, else a `session:` /
-`conversation:` tag: the keys enrichment's PRECEDED_BY uses) is indexed with the text of the memory
+A memory of a thread (metadata `session_id` / `conversation_id` / `thread_id`, every one given, else
+`session:` / `conversation:` tags: the keys enrichment's PRECEDED_BY uses) is indexed with the text of the memory
 before it in that thread, in `thread_context`: recall matches a question against the turn a memory
 answers ("What did you do yesterday?" -> "Went camping"). The stored content stays as given.
 
@@ -20,7 +20,7 @@ from service.index_only import THREAD_FIELDS
 from service.tags import hierarchy_key
 from service.timeparse import stored_datetime
 
-# The metadata keys that name a thread, in precedence order (AutoMem clients send session_id);
+# The metadata keys that name a thread, in the order they are joined (AutoMem clients send session_id);
 # the same keys enrichment's PRECEDED_BY follows.
 THREAD_KEYS: tuple[str, ...] = ("session_id", "conversation_id", "thread_id")
 THREAD_TAG_ROOTS: tuple[str, ...] = ("session", "conversation")
@@ -37,18 +37,27 @@ FIELDS = THREAD_FIELDS
 
 
 def thread_key(tags: Sequence[str], metadata: Mapping[str, Any]) -> str | None:
-    """`session:<id>` / `conversation:<id>` / `thread:<id>` from the metadata, else a `session:` or
-    `conversation:` tag (hierarchy form); None when the memory names no thread."""
-    for key in THREAD_KEYS:
-        value = metadata.get(key) if isinstance(metadata, Mapping) else None
-        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            return f"{key.removesuffix('_id')}:{str(value).strip()}"[:MAX_KEY]
-    for tag in tags:
-        key = hierarchy_key(tag)
-        root, _, rest = key.partition(":")
-        if root in THREAD_TAG_ROOTS and rest:
-            return key[:MAX_KEY]
-    return None
+    """The thread a memory is in: `session:<id>`, `conversation:<id>` and `thread:<id>` from the
+    metadata, every one given, joined (`session:1/conversation:c-7`): such ids are often unique only
+    within another (AutoMem's own benchmark numbers sessions 1, 2, ... in every conversation, so
+    "session 1" alone would thread every conversation's first session together). Else the first
+    `session:` and the first `conversation:` tag (hierarchy form), joined the same way. None when the
+    memory names no thread."""
+    parts: list[str] = []
+    if isinstance(metadata, Mapping):
+        for key in THREAD_KEYS:
+            value = metadata.get(key)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                parts.append(f"{key.removesuffix('_id')}:{str(value).strip()}")
+    if not parts:
+        by_root: dict[str, str] = {}
+        for tag in tags:
+            key = hierarchy_key(tag)
+            root, _, rest = key.partition(":")
+            if root in THREAD_TAG_ROOTS and rest:
+                by_root.setdefault(root, key)
+        parts = [by_root[root] for root in THREAD_TAG_ROOTS if root in by_root]
+    return "/".join(parts)[:MAX_KEY] if parts else None
 
 
 def epoch_ms(timestamp: str | None) -> int | None:

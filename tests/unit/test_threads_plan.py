@@ -16,7 +16,12 @@ from service.threads.plan import (
         ([], {"session_id": "s-1"}, "session:s-1"),
         ([], {"conversation_id": " c 9 "}, "conversation:c 9"),
         ([], {"thread_id": 42}, "thread:42"),
-        ([], {"session_id": "a", "thread_id": "b"}, "session:a"),  # precedence: session, conversation, thread
+        # every id given names the thread together: ids are often unique only within another
+        ([], {"session_id": "a", "thread_id": "b"}, "session:a/thread:b"),
+        ([], {"conversation_id": "conv-26", "session_id": "1"}, "session:1/conversation:conv-26"),
+        ([], {"conversation_id": "conv-30", "session_id": 1}, "session:1/conversation:conv-30"),
+        (["locomo-test", "conversation:conv-26", "session:1", "speaker:x"], {}, "session:1/conversation:conv-26"),
+        (["session:a", "session:b"], {}, "session:a"),  # the first of each
         ([], {"session_id": True}, None),  # a boolean names no thread
         ([], {"session_id": "  "}, None),
         (["work", "Session/Alpha"], {}, "session:alpha"),
