@@ -63,10 +63,10 @@ test-unit: $(DEV_STAMP) ## only the pure unit tests (no engine)
 	$(PY) -m pytest -q -m unit
 
 engine-start: $(STAMP) ## start (or reuse) the local OpenSearch node and print its URL
-	$(PY) -m service.localnode start
+	$(PY) -m service.engine.local_node start
 
 engine-stop: $(STAMP) ## stop the local OpenSearch node
-	$(PY) -m service.localnode stop
+	$(PY) -m service.engine.local_node stop
 
 $(BENCH_STAMP): $(MODELS_STAMP)
 	$(PIP) install $(call deps,bench)

@@ -3,7 +3,7 @@
     python -m bench.cluster                           # 3 nodes, 50 clients, 90 s, kill -9 at 30 s for 20 s
     python -m bench.cluster --clients 8 --seconds 40 --kill-after 10 --down 10
 
-Starts three OpenSearch nodes on loopback from the local engine (service.localnode, 512 MB heap each,
+Starts three OpenSearch nodes on loopback from the local engine (service.engine.local_node, 512 MB heap each,
 one cluster), the service as its own process with OPENSEARCH_URL naming all three and
 INDEX_REPLICAS=1, seeds memories, then runs the clients (80% recall / 20% store) while node 2 is
 killed with SIGKILL and restarted. Clients retry a 503 or a broken connection up to RETRIES times,
@@ -25,7 +25,7 @@ from collections import Counter
 import httpx
 
 from bench.latency import OUT, TOKEN, ServiceProcess, load_avg, percentile
-from service.localnode import LocalNode, cluster_health, free_port
+from service.engine.local_node import LocalNode, cluster_health, free_port
 
 NODES = 3
 HEAP = "512m"

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from service.storage.client import make_client
     from service.storage.edges import EdgeStore
     from service.storage.memories import MemoryStore
-    from service.writes import MemoryWriter
+    from service.writes.writer import MemoryWriter
 
     url = node_url(args.url)
     prefix = f"bench-consolidation-{args.size}"

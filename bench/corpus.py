@@ -301,7 +301,7 @@ def bench_settings(prefix: str, url: str, **overrides):
 def node_url(url: str | None = None) -> str:
     if url:
         return url
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     return LocalNode(NODE_NAME, heap=NODE_HEAP).start()
 

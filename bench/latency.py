@@ -83,7 +83,7 @@ def load_avg() -> list[float]:
 # --- the service as its own process ------------------------------------------------------------------
 class ServiceProcess:
     def __init__(self, url: str, prefix: str, env: dict[str, str] | None = None):
-        from service.localnode import free_port
+        from service.engine.local_node import free_port
 
         self.port = free_port()
         self.env = {**os.environ, "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, **(env or {})}
@@ -156,7 +156,7 @@ def encode_body(body: Any) -> bytes:
 def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str, str, dict, bytes]]]:
     """For each query, the engine requests the service's own recall pipeline makes for it."""
     from service.config import Settings
-    from service.schemas.recall import RecallQuery
+    from service.api.automem.recall_models import RecallQuery
     from service.recall.pipeline import RecallService
     from service.storage.client import make_client
     from service.storage.edges import EdgeStore
@@ -272,7 +272,7 @@ def engine_footprint(url: str, prefix: str) -> dict:
 
 
 def local_node_pid() -> int | None:
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     state = LocalNode(C.NODE_NAME)._state()
     return state["pid"] if state else None

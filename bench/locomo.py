@@ -126,7 +126,7 @@ class LocalServer:
         import uvicorn
 
         from service.config import Settings
-        from service.localnode import free_port
+        from service.engine.local_node import free_port
         from service.main import create_app
 
         self.port = free_port()

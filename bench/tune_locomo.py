@@ -31,7 +31,7 @@ Variant = Callable[[list[ScoredCandidate], dict], list[ScoredCandidate]]
 def gather(limit: int = 10, prefix: str = "bench-locomo", data_path: Path = DEFAULT_DATA, **overrides) -> list[dict]:
     from service.config import Settings
     from service.embedding import Embedder
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
     from service.recall.request import RecallRequest
     from service.recall.pipeline import RecallService, Timings
     from service.storage.client import make_client

@@ -139,7 +139,7 @@ CODE_CONTEXT_WORDS: frozenset[str] = frozenset(
 _QUERY_FILE_NAME = re.compile(r"^[a-z0-9_\-]+(\.[a-z0-9+]{2,5})$")
 # automem/api/recall.py `_tokenize_lower`: keeps + # . so "c++", "c#" and "main.go" survive.
 _HINT_TOKEN = re.compile(r"[a-z0-9_\-+#.]+")
-# Tag hierarchy separators, as service/tags.py and spec 000 "Tag Filtering".
+# Tag hierarchy separators, as service/memory/tags.py and spec 000 "Tag Filtering".
 _TAG_SEPARATORS = re.compile(r"[:/]")
 
 

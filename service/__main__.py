@@ -22,11 +22,11 @@ import uvicorn
 from service.config import Settings, SettingsError, get_settings
 from service.embedding import EmbeddingError, check_model
 from service.errors import EngramError
-from service.localnode import EngineError
+from service.engine.local_node import EngineError
 from service.api.http_protocol import SERVER_OPTIONS
 from service.main import ConfigurationError, check_settings, create_app
-from service.oplog import configure_logging
-from service.startup import StartupError
+from service.observability.oplog import configure_logging
+from service.engine.probe import StartupError
 
 log = logging.getLogger("engram")
 

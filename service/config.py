@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
-from service.validation import Limits
+from service.memory.limits import Limits
 
 
 def default_embedding_model() -> str:
@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     admin_api_token: str | None = None
 
     # --- storage ---
-    opensearch_url: str | None = None  # unset: start/reuse the local node (service.localnode)
+    opensearch_url: str | None = None  # unset: start/reuse the local node (service.engine.local_node)
     opensearch_user: str | None = None
     opensearch_password: str | None = None
     opensearch_timeout: float = Field(default=30.0, gt=0)
@@ -60,14 +60,14 @@ class Settings(BaseSettings):
     # created). WRITE_REFRESH=wait_for waits for the next one.
     index_refresh_interval: str = Field(default="1s", pattern=r"^(-1|\d+(ms|s|m))$")
     default_bank: str = "default"  # AutoMem routes act on it unless a request names a bank (X-Bank)
-    # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth.py TokenRegistry).
+    # Tokens scoped to banks and permissions, stored as SHA-256 hashes (service/auth/tokens.py TokenRegistry).
     engram_tokens_file: str | None = None
     # When a write returns, is it recallable? "true" (default): the write refreshes the index itself,
     # ~50 ms per POST /memory and read-your-writes, at some cost to recall under heavy writes;
     # "wait_for": waits for the next scheduled refresh (INDEX_REFRESH_INTERVAL, 1 s); "false": returns
     # at once, visible within a second. Measured by `python -m bench.writes` (docs/perf/writes.md).
     write_refresh: Literal["wait_for", "true", "false"] = "true"
-    # The local node started when OPENSEARCH_URL is unset (service/localnode.py): its name, HTTP port
+    # The local node started when OPENSEARCH_URL is unset (service/engine/local_node.py): its name, HTTP port
     # (default 9200 when free, else any free port) and JVM heap.
     local_node_name: str = Field(default="dev", validation_alias="ENGRAM_NODE_NAME")
     local_node_port: int | None = Field(default=None, ge=1, le=65535, validation_alias="ENGRAM_NODE_PORT")
@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx"
     memory_content_max: int = 20_000
 
-    # --- input limits (nothing a client stores may later break a read; see service/validation.py) ---
+    # --- input limits (nothing a client stores may later break a read; see service/memory/limits.py) ---
     # Whole request body; a larger one is refused with 413 before it is read.
     max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     metadata_max_depth: int = Field(default=32, ge=1, le=200)  # orjson refuses more than 254 levels
@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
     stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
 
-    # --- observability: logs, metrics, the recall log (service/observability/, service/oplog.py) ---
+    # --- observability: logs, metrics, the recall log (service/observability/, service/observability/oplog.py) ---
     log_format: Literal["text", "json"] = "text"  # json: one JSON object per line, for log shippers
     log_level: Literal["debug", "info", "warning", "error"] = "info"  # `python -m service --log-level` overrides it
     metrics_enabled: bool = True
@@ -221,7 +221,7 @@ class Settings(BaseSettings):
     @field_validator("recall_date_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        from service.date_phrases import zone
+        from service.clock.phrases import zone
 
         zone(value)  # ValueError names an unknown zone
         return value.strip()
@@ -230,7 +230,7 @@ class Settings(BaseSettings):
     def recall_ledger_alias(self) -> str:
         return f"{self.index_prefix}-recall-ledger"
 
-    # --- banks and the Hindsight API (service/bank_registry.py, service/api/hindsight/) ---
+    # --- banks and the Hindsight API (service/storage/banks.py, service/api/hindsight/) ---
     # retain stores each item as given; longer items are cut into chunks of at most this many
     # characters at paragraph / sentence boundaries (a bank's retain_chunk_size overrides it). The
     # default fits the embedder: all-MiniLM-L6-v2 reads 256 tokens, ~1,000-1,200 characters of English.
@@ -246,7 +246,7 @@ class Settings(BaseSettings):
     # in the memory's own content (0 ignores the context in scoring; BM25 still reads it).
     search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)
     # engram profile: the date component, for queries that name a date ("in July 2023", "last week"),
-    # met by the dates a memory was written on or speaks of (resolved at write time, service/dateterms.py).
+    # met by the dates a memory was written on or speaks of (resolved at write time, service/clock/terms.py).
     search_weight_date: float = Field(default=0.1, ge=0)
     # engram profile: a memory gains this share of the best score among its thread neighbours in the
     # candidate pool (the memory before it, those after it; scoring/neighbours.py). 0: off.

@@ -1,21 +1,7 @@
-"""Domain exceptions and the one error shape: {"status": "error", "code": N, "message": "..."}.
-
-Every handler lives here (STYLE.md practice 10), including FastAPI's own validation errors, which
-the spec wants as 400 rather than 422.
-"""
+"""The project's exceptions. Each carries its HTTP status; service/api/errors.py maps them onto the
+one error shape. Nothing of the service is imported here, so every layer may raise them."""
 
 from __future__ import annotations
-
-import logging
-
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from service.api.responses import SafeJSONResponse as JSONResponse
-from service.observability.request_id import current_request_id
-
-log = logging.getLogger("engram.errors")
 
 
 class EngramError(Exception):
@@ -54,39 +40,3 @@ class EngineUnavailable(EngramError):
     """OpenSearch cannot be reached or refused the request for a reason that is not the caller's fault."""
 
     status_code = 503
-
-
-def error_body(code: int, message: str, **extra) -> dict:
-    """A 5xx also names the request id (the X-Request-ID header), so a report can be matched to the log."""
-    body = {"status": "error", "code": code, "message": message, **extra}
-    if code >= 500 and "request_id" not in body and (rid := current_request_id()):
-        body["request_id"] = rid
-    return body
-
-
-def _describe_validation(exc: RequestValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
-        where = ".".join(loc)
-        if err.get("type") == "json_invalid":
-            return "Malformed JSON body"
-        msg = err.get("msg", "invalid value")
-        parts.append(f"{where}: {msg}" if where else msg)
-    return "; ".join(parts) or "Invalid request"
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(EngramError)
-    async def _engram(_: Request, exc: EngramError) -> JSONResponse:
-        return JSONResponse(error_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(error_body(400, _describe_validation(exc)), status_code=400)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
-    # Unexpected exceptions are answered by service.api.middleware.RequestGuard, which (unlike an
-    # `Exception` handler here, which Starlette re-raises into the server) keeps the connection usable.

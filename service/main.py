@@ -13,29 +13,29 @@ from service.api.docs import install_docs
 from service.api.middleware import RequestGuard
 from service.enrichment.pacing import Foreground
 from service.api.responses import SafeJSONResponse
-from service.api.routes import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
+from service.api.automem import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.api.signet import routes as signet
 from service.api import hindsight
-from service.bank_registry import BankRegistry
+from service.storage.banks import BankRegistry
 from service.graph.links import AssociationService
-from service.auth import TokenFileError, TokenRegistry
+from service.auth.tokens import TokenFileError, TokenRegistry
 from service.config import Settings, get_settings
 from service.consolidation.scheduler import build_consolidation
 from service.embedding import Embedder
 from service.enrichment.worker import EnrichmentWorker
-from service.errors import install_error_handlers
-from service.localnode import local_node
-from service.observability.app import Observability, install as install_observability
-from service.oplog import quiet_engine_log, redact_access_log
+from service.api.errors import install_error_handlers
+from service.engine.local_node import local_node
+from service.api.observability import Observability, install as install_observability
+from service.observability.oplog import quiet_engine_log, redact_access_log
 from service.recall.pipeline import RecallService
-from service.startup import probe_engine
+from service.engine.probe import probe_engine
 from service.storage.bootstrap import ensure_indices
 from service.storage.client import make_client
 from service.storage.edges import EdgeStore
 from service.storage.ledger import RecallLedger
 from service.storage.memories import MemoryStore
 from service.stream import EventBus
-from service.writes import MemoryWriter
+from service.writes.writer import MemoryWriter
 
 log = logging.getLogger("engram")
 

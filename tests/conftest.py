@@ -3,7 +3,7 @@
 The engine is, in order of preference:
   ENGRAM_TEST_OPENSEARCH_URL      an engine you already run (never your data: tests use their own INDEX_PREFIX);
   ENGRAM_TEST_ENGINE=docker       testcontainers' OpenSearch container, pinned to the compose.yaml image;
-  otherwise                       the local node from Maven Central artifacts (service.localnode), name "test".
+  otherwise                       the local node from Maven Central artifacts (service.engine.local_node), name "test".
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def engine_url() -> Iterator[str]:
             cfg = container.get_config()
             yield f"http://{cfg['host']}:{cfg['port']}"
         return
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     # 2 GB: the suite creates and drops ~2,000 indices and stores 65k+ memories in one test; with 1 GB
     # the parent circuit breaker answered 429 now and then under that churn (CI, 2026-12-01).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from opensearchpy import OpenSearch
 
 from service.admin.records import dumps, edge_line, memory_line
-from service.recall.queries import tag_clauses
+from service.filters.clauses import tag_clauses
 from service.storage import transfer
 from service.storage.client import engine_errors
 

@@ -43,14 +43,14 @@ from service.config import Settings
 from service.embedding import EmbeddingError
 from service.errors import EngramError
 from service.graph.registry import AssociationError
-from service.schemas.memory import MemoryCreate
+from service.memory.models import MemoryCreate
 from service.storage.bootstrap import load_template
 from service.storage.client import engine_errors
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.writes import MemoryWriter, Prepared
-from service.schemas.memory import valid_id
-from service.timeparse import utcnow
+from service.writes.writer import MemoryWriter, Prepared
+from service.memory.models import valid_id
+from service.clock.timeparse import utcnow
 
 log = logging.getLogger("engram.importer")
 

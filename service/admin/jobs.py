@@ -25,7 +25,7 @@ from service.errors import BadRequest
 
 def connect(settings: Settings) -> OpenSearch:
     """The engine the service would use: OPENSEARCH_URL, else the local node (started when needed)."""
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
     from service.storage.client import make_client
 
     url = settings.opensearch_url or LocalNode(settings.local_node_name).start()

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.banks import BANK_PATTERN
+from service.banks.scope import BANK_PATTERN
 
 
 class ReembedRequest(BaseModel):

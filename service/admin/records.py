@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 
 from service.graph.registry import SUPERSEDING_TYPES, AssociationError, relation_type
-from service.timeparse import iso, parse_iso_datetime
+from service.clock.timeparse import iso, parse_iso_datetime
 
-# Stored fields that are rebuilt from the others (service.writes.derived_fields, the supersession
+# Stored fields that are rebuilt from the others (service.writes.writer.derived_fields, the supersession
 # scripts of service.storage.memories) or that belong to the store rather than the memory.
 # thread_key / thread_at / date_terms are rebuilt by the write path; a thread's context and order
 # (thread_seq, thread_prev, thread_context) travel with the memory, the importer does not link threads.

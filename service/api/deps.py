@@ -1,9 +1,9 @@
 """Resources made in the lifespan, exposed to routes as Annotated dependencies (STYLE.md practice 3).
 
-Stores, the writer and the association service come bound to the request's bank (service/banks.py):
+Stores, the writer and the association service come bound to the request's bank (service/banks/scope.py):
 `Read*` dependencies need the recall permission, `Write*` the remember permission.
 
-Dependencies that do no I/O are `async def` (here, in service/auth.py and the surfaces' deps): FastAPI
+Dependencies that do no I/O are `async def` (here, in service/auth/tokens.py and the surfaces' deps): FastAPI
 runs a plain `def` dependency on the thread pool, a round trip per dependency and request.
 """
 
@@ -13,14 +13,15 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Query, Request
 
-from service.auth import RECALL, REMEMBER, Principal, require_admin_token, require_api_token
-from service.banks import BankScope, resolve_bank
+from service.api.auth import require_admin_token, require_api_token
+from service.auth.tokens import RECALL, REMEMBER, Principal
+from service.banks.scope import BankScope, resolve_bank
 from service.config import Settings
 from service.embedding import Embedder
 from service.graph.links import AssociationService
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.writes import MemoryWriter
+from service.writes.writer import MemoryWriter
 
 
 async def _settings(request: Request) -> Settings:

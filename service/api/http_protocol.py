@@ -14,7 +14,7 @@ from __future__ import annotations
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from service.api.responses import dumps
-from service.errors import error_body
+from service.api.errors import error_body
 
 MALFORMED = (
     "Invalid HTTP request: the request line or a header could not be parsed "

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from service.api.responses import dumps
-from service.errors import error_body
+from service.api.errors import error_body
 
 log = logging.getLogger("engram.errors")
 access_log = logging.getLogger("engram.access")

@@ -1,7 +1,7 @@
 """JSON responses that cannot fail: one odd stored value must never turn a whole read into a 500.
 
 orjson (fast, used for every body) refuses strings with lone surrogates, integers beyond 64 bits and
-nesting deeper than 254 levels. Writes refuse all three (service/validation.py), but documents
+nesting deeper than 254 levels. Writes refuse all three (service/memory/limits.py), but documents
 written before those checks, restored from elsewhere or changed directly in the engine still can hold them. The fast path
 serialises as is; only when that fails is the body sanitised (lone surrogates become U+FFFD, huge
 integers their decimal string, levels past MAX_DEPTH a placeholder string) and a warning logged.
@@ -15,12 +15,11 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse
 
-from service.index_only import RANKING_FIELDS
+from service.memory.index_only import RANKING_FIELDS
+from service.memory.limits import INT_MAX, INT_MIN
 
 log = logging.getLogger("engram.responses")
 
-# The integers orjson serialises (JSON's are unbounded).
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 # Below orjson's 254-level limit, with room for the envelope around a memory.
 MAX_DEPTH = 200
 TOO_DEEP = "[nested too deeply to serialise]"
@@ -60,7 +59,7 @@ def dumps(content: Any) -> bytes:
 
 
 # Stored fields no client sees: the vector, the bank (implied by the request), derived index fields
-# and the ranking aids (service/index_only.py).
+# and the ranking aids (service/memory/index_only.py).
 HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms", *RANKING_FIELDS)
 
 

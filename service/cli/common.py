@@ -52,7 +52,7 @@ def reported(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from service.embedding import EmbeddingError
-        from service.localnode import EngineError
+        from service.engine.local_node import EngineError
 
         try:
             return fn(*args, **kwargs)

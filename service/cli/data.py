@@ -83,7 +83,7 @@ def export_command(
 
     from service.admin.export import ExportCounts, export_lines
     from service.admin.jobs import connect
-    from service.tags import split_list_param
+    from service.memory.tags import split_list_param
 
     settings = settings_from(url, prefix, bank)
     client = connect(settings)

@@ -79,7 +79,7 @@ def engine_start(
     heap: Annotated[str, typer.Option("--heap", envvar="ENGRAM_NODE_HEAP", help="JVM heap")] = "1g",
 ) -> None:
     """Start (or reuse) the node and print its URL."""
-    from service.localnode import local_node
+    from service.engine.local_node import local_node
 
     node = local_node(name, port, heap)
     started = time.monotonic()
@@ -91,7 +91,7 @@ def engine_start(
 @reported
 def engine_stop(name: NameOpt = "dev") -> None:
     """Stop the node (its data stays)."""
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     print("stopped" if LocalNode(name).stop() else "not running")
 
@@ -99,7 +99,7 @@ def engine_stop(name: NameOpt = "dev") -> None:
 @engine.command("status")
 def engine_status(name: NameOpt = "dev") -> None:
     """Whether the node runs, and where."""
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     node = LocalNode(name)
     print(f"running at {node.url}" if node.running() else "not running")
@@ -109,7 +109,7 @@ def engine_status(name: NameOpt = "dev") -> None:
 @reported
 def engine_build() -> None:
     """Build the engine from Maven Central artifacts (done by start when needed)."""
-    from service.localnode import build_engine
+    from service.engine.local_node import build_engine
 
     print(build_engine())
 
@@ -118,7 +118,7 @@ def engine_build() -> None:
 @reported
 def engine_wipe(name: NameOpt = "dev", yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
     """Stop the node and delete its folder: data, logs and snapshots."""
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     node = LocalNode(name)
     if not yes:
@@ -136,7 +136,7 @@ LocationOpt = Annotated[str | None, typer.Option(
 def _snapshot_target(url: str | None, prefix: str | None, repo: str, location: str | None):
     from service.admin import snapshots
     from service.admin.jobs import connect
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
 
     settings = settings_from(url, prefix)
     if location is None and not settings.opensearch_url:

@@ -15,12 +15,12 @@ from typing import Any
 
 from service.consolidation import queries as Q
 from service.consolidation.clusters import META_ID_PREFIX, Summary
-from service.schemas.memory import MemoryCreate
+from service.memory.models import MemoryCreate
 from service.storage.client import engine_errors
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.timeparse import iso
-from service.writes import MemoryWriter
+from service.clock.timeparse import iso
+from service.writes.writer import MemoryWriter
 
 log = logging.getLogger("engram.consolidation")
 

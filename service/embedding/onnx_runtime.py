@@ -35,7 +35,7 @@ class OnnxBackend:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from service.embedding.onnx_files import quantize_int8
+        from service.embedding.quantize import quantize_int8
 
         self.folder = folder
         meta = json.loads((folder / "meta.json").read_text())

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.enrichment.extractor import entity_tags
-from service.tags import normalize_tag
+from service.memory.tags import normalize_tag
 from service.threads.plan import MAX_KEY, thread_key
-from service.timeparse import stored_datetime
-from service.writes import derived_fields
+from service.clock.timeparse import stored_datetime
+from service.writes.writer import derived_fields
 
 SIMILAR_TO = "SIMILAR_TO"
 PRECEDED_BY = "PRECEDED_BY"

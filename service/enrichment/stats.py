@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from service.memory_types import classification_counts
+from service.memory.types import classification_counts
 
 
 @dataclass

@@ -31,8 +31,9 @@ from service.enrichment.jobs import Job, JobQueue
 from service.enrichment.stats import local_pipeline_status, EnrichmentStats
 from service.enrichment.pacing import pause_after
 from service.storage.edges import EdgeStore
-from service.storage.memories import VECTOR_SCRIPT, MemoryStore
-from service.timeparse import iso
+from service.storage.memories import MemoryStore
+from service.filters.scripts import VECTOR_SCRIPT
+from service.clock.timeparse import iso
 
 log = logging.getLogger("engram.enrichment")
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from scoring.rerank import ScoredCandidate
-from service.timeparse import stored_datetime
+from service.clock.timeparse import stored_datetime
 
 # spec 000: "Resolution is bounded at 5 hops and is cycle-safe."
 MAX_HOPS = 5
@@ -34,33 +34,6 @@ Lookup = Callable[[list[str]], Mapping[str, tuple[dict, bool]]]
 # rescore(head id, head source, replaced) -> the head as a result in the replaced memory's place: its
 # final_score is the replaced one's (its rank), its components its own.
 Rescore = Callable[[str, dict, ScoredCandidate], ScoredCandidate]
-
-
-# --- the filter clauses ------------------------------------------------------------------------
-def candidate_must_not(at: datetime, *, in_python: bool = False) -> list[dict]:
-    """must_not clauses of the candidate filter in current mode (archived is excluded in every mode).
-
-    Not-yet-valid memories are dropped, and expired ones unless they are superseded (a superseded
-    memory stays a candidate so its replacement can take its place). With `in_python` (state_debug)
-    nothing is dropped here: the same rules run in `evaluate`, which can then name each suppression.
-    """
-    if in_python:
-        return []
-    moment = at.isoformat()
-    return [
-        {"range": {"t_valid": {"gt": moment}}},
-        {"bool": {"filter": [{"range": {"t_invalid": {"lte": moment}}}], "must_not": [{"range": {"superseded_at": {"lte": moment}}}]}},
-    ]
-
-
-def active_must_not(at: datetime) -> list[dict]:
-    """Strictly current — valid, not expired, not superseded: expansion targets and chain heads."""
-    moment = at.isoformat()
-    return [
-        {"range": {"t_valid": {"gt": moment}}},
-        {"range": {"t_invalid": {"lte": moment}}},
-        {"range": {"superseded_at": {"lte": moment}}},
-    ]
 
 
 # --- one memory ------------------------------------------------------------------------------------

@@ -24,10 +24,11 @@ from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
 from service.graph.registry import EXPANDABLE_TYPES
-from service.recall.queries import SOURCE_EXCLUDES, cosine_fields, with_cosine
+from service.filters.clauses import SOURCE_EXCLUDES
+from service.filters.scripts import cosine_fields, with_cosine
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.storage.queries import IMPORTANCE_SORT
+from service.filters.clauses import IMPORTANCE_SORT
 
 # AutoMem recall.py `_expand_related_memories(seed_score_boost=0.25)`: relation component =
 # edge strength + 0.25 x the seed's final score.
@@ -41,7 +42,7 @@ ENTITY_BONUS = 0.15
 ENTITIES_FOUND_MAX = 10
 RELATION = "relation"
 ENTITY_EXPANSION = "entity_expansion"
-# Expanded memories get their cosine as a script field (queries.with_cosine), stashed in the
+# Expanded memories get their cosine as a script field (filters.scripts.with_cosine), stashed in the
 # source under COSINE_KEY for make_candidates; vectors never travel.
 COSINE_KEY = "_cosine"
 # Candidate targets fetched at most (in traversal order): the engine's index.max_result_window
@@ -129,7 +130,7 @@ def entity_key(name: str) -> str:
 
 
 def entity_spellings(key: str) -> list[str]:
-    """The forms stored in `entities` (service.tags.entity_names): the name, and the tag slug."""
+    """The forms stored in `entities` (service.memory.tags.entity_names): the name, and the tag slug."""
     return list(dict.fromkeys([key, key.replace(" ", "-"), key.replace(" ", "_")]))
 
 

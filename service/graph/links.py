@@ -16,8 +16,8 @@ from service.graph.registry import Association, AssociationError, validate_assoc
 from service.graph.supersession import supersession_entry
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.schemas.memory import valid_id
-from service.timeparse import iso
+from service.memory.models import valid_id
+from service.clock.timeparse import iso
 
 
 @dataclass

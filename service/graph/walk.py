@@ -13,7 +13,7 @@ from typing import Any
 
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.storage.queries import IMPORTANCE_SORT, ids_query
+from service.filters.clauses import IMPORTANCE_SORT, ids_query
 
 # Edges read per depth level: bounds the work a hub memory can cause (3 levels x 1,000 edges).
 RELATED_SCAN_CAP = 1000

@@ -11,7 +11,7 @@ from typing import Any
 
 import mcp_types as types
 
-from service.memory_types import MEMORY_TYPES
+from service.memory.types import MEMORY_TYPES
 from service.graph.registry import AUTHORABLE_TYPES
 
 STRING = {"type": "string"}

@@ -26,10 +26,11 @@ from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.graph import current_state as state
-from service.recall import placement, queries as Q, retrieval, shaping, tag_groups
+from service.filters import clauses as C, tag_groups
+from service.recall import placement, queries as Q, retrieval, shaping
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
-from service.dateterms import query_date_terms
+from service.clock.terms import query_date_terms
 from service.recall.request import RecallRequest
 from service.recall.rerank import load_reranker
 from service.recall.retrieval import Hit
@@ -273,7 +274,7 @@ class RecallService:
             return ranked, None
         at = req.as_of or now
         # A head must pass everything a seed passes, and be strictly current.
-        head_filter = Q.strictly_current(Q.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at)
+        head_filter = C.strictly_current(C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at)
 
         def lookup(ids: list[str]) -> dict[str, tuple[dict, bool]]:
             hits = self.store.search(Q.heads_query(ids, req.bank, head_filter, first.vector))["hits"]["hits"]
@@ -317,9 +318,9 @@ class RecallService:
         at = req.as_of or now
         # Expanded memories pass the seeds' filters (time window, exclude_tags, excluded types) and
         # are strictly current; the tag scope applies only with expand_respect_tags (spec 000).
-        flt = Q.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types), scoped=req.expand_respect_tags)
+        flt = C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types), scoped=req.expand_respect_tags)
         if req.state_mode == "current":
-            flt = Q.strictly_current(flt, at)
+            flt = C.strictly_current(flt, at)
         ask = ExpansionRequest(
             relations=req.expand_relations, entities=req.expand_entities, relation_limit=req.relation_limit,
             expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
@@ -362,7 +363,7 @@ def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:
 
 def observation_members(ranked: Sequence[ScoredCandidate], pool: Pool) -> dict[str, list[str]]:
     """Observation (MetaPattern) id -> the memories consolidation summarised in it."""
-    return {s.candidate.id: Q.observation_sources(pool.source(s.candidate.id)) for s in ranked if s.candidate.type == Q.OBSERVATION_TYPE}
+    return {s.candidate.id: Q.observation_sources(pool.source(s.candidate.id)) for s in ranked if s.candidate.type == C.OBSERVATION_TYPE}
 
 
 def context_profile(req: RecallRequest) -> ContextProfile | None:

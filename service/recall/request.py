@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from service.recall.tag_groups import Group
-from service.timeparse import TimeWindow
+from service.filters.tag_groups import Group
+from service.clock.timeparse import TimeWindow
 
 SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 TAG_MODES = ("any", "all")
@@ -67,7 +67,7 @@ class RecallRequest:
     importance_min: float | None = None
     since: datetime | None = None  # timestamp bounds besides the window, both inclusive
     until: datetime | None = None
-    # Which stored times `window` applies to (queries.FACET_FIELDS), half-open [start, end); None: `timestamp`
+    # Which stored times `window` applies to (filters.clauses.FACET_FIELDS), half-open [start, end); None: `timestamp`
     # with both bounds inclusive (AutoMem).
     window_facets: tuple[str, ...] | None = None
     # Session dedupe: memories already returned in this context. The arms leave them out (so they never

@@ -17,9 +17,11 @@ from scoring.context import ContextProfile
 from scoring.keywords import topic_keywords
 from scoring.rerank import Candidate
 from service.recall import queries as Q
+from service.filters import clauses as C
+from service.filters import scripts as S
 from service.recall.request import RecallRequest
-from service.tags import hierarchy_key
-from service.timeparse import stored_datetime
+from service.memory.tags import hierarchy_key
+from service.clock.timeparse import stored_datetime
 
 # The keyword arm digs deeper than the limit so every plausible lexical candidate is re-ranked.
 KEYWORD_ARM_MIN = 50
@@ -48,7 +50,7 @@ class Hit:
         score = hit.get("_score")
         self.arms.add(arm)
         cosine = hit.get("fields", {}).get("cosine")
-        if cosine and cosine[0] is not None:  # the arm's script field (queries.with_cosine)
+        if cosine and cosine[0] is not None:  # the arm's script field (filters.scripts.with_cosine)
             self.cosine = float(cosine[0])
         if arm in ("vector", "fallback") and score is not None:
             self.cosine = cosine_from_lucene(score)
@@ -113,35 +115,35 @@ class ArmOptions:
 
 
 def plan_arms(
-    req: RecallRequest, flt_spec: Q.RecallFilter, *, text: str | None, lexical: str | None, keywords: Sequence[str],
+    req: RecallRequest, flt_spec: C.RecallFilter, *, text: str | None, lexical: str | None, keywords: Sequence[str],
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
 ) -> list[tuple[str, dict]]:
-    flt = Q.filter_clauses(flt_spec)
+    flt = C.filter_clauses(flt_spec)
     scoped = bool(req.tags or req.tag_groups)
     arms: list[tuple[str, dict]] = []
     k = fetch_k(limit, scoped, options.overfetch, options.fetch_cap)
     seen = sorted(req.suppress_ids)
     # Session dedupe: the main arms leave already-recalled memories out; `seen:` twins fetch just them.
-    for prefix, arm_flt in [("", Q.excluding_ids(flt, seen) if seen else flt)] + ([(SEEN_PREFIX, Q.only_ids(flt, seen))] if seen else []):
+    for prefix, arm_flt in [("", C.excluding_ids(flt, seen) if seen else flt)] + ([(SEEN_PREFIX, C.only_ids(flt, seen))] if seen else []):
         if vector is not None:
             arms.append((f"{prefix}vector", Q.with_min_score(Q.knn_arm(vector, k, arm_flt), Q.knn_min_score(req.semantic_floor))))
         if text and lexical and req.keyword_search:
             keyword = Q.with_min_score(Q.keyword_arm(lexical, max(k, KEYWORD_ARM_MIN), arm_flt, options.thread_context_boost), req.keyword_floor)
-            arms.append((f"{prefix}keyword", Q.with_cosine(keyword, vector)))
+            arms.append((f"{prefix}keyword", S.with_cosine(keyword, vector)))
         if vector is None and not text:
             arms.append((f"{prefix}trending", Q.trending_arm(max(limit, 1), arm_flt, req.sort)))
     if text and lexical and req.keyword_search and options.metadata_search:
-        arms.append(("metadata", Q.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
+        arms.append(("metadata", S.with_cosine(Q.metadata_arm(lexical, keywords, max(1, min(limit, 10)), flt), vector)))
     if req.temporal_window is not None and (req.temporal_window.start or req.temporal_window.end):
         arms.append(("temporal", Q.temporal_arm(req.temporal_window.start, req.temporal_window.end, max(limit, 1), flt, vector)))
     if req.priority_ids:
-        arms.append(("priority", Q.with_cosine(Q.ids_arm(req.priority_ids, flt), vector)))
+        arms.append(("priority", S.with_cosine(Q.ids_arm(req.priority_ids, flt), vector)))
     if profile is not None and profile.require_injection:
         anchor = Q.anchor_arm(max(1, min(limit, 3)), flt, [hierarchy_key(t) for t in profile.context_tags], profile.context_types)
         if anchor:
-            arms.append(("anchor", Q.with_cosine(anchor, vector)))
+            arms.append(("anchor", S.with_cosine(anchor, vector)))
     if req.scope_fallback and scoped and vector is not None:
-        arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), Q.fallback_filter(flt_spec))))
+        arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), C.fallback_filter(flt_spec))))
     # Arms that return hits need no total: counting every match up to 10,000 keeps Lucene from
     # skipping non-competitive documents (measured at 100k: the keyword arm alone 13.3 -> 9.7 ms p50).
     arms = [(name, {**body, "track_total_hits": False}) for name, body in arms]

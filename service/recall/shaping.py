@@ -8,9 +8,9 @@ from typing import Any
 
 from scoring.context import ContextProfile
 from scoring.rerank import ScoredCandidate
-from service.index_only import RANKING_FIELDS
+from service.memory.index_only import RANKING_FIELDS
 from service.recall.request import RecallRequest
-from service.timeparse import iso
+from service.clock.timeparse import iso
 
 # Memory fields returned in `memory` (AutoMem returns the stored record without the vector).
 MEMORY_FIELDS = (

@@ -12,10 +12,10 @@ from datetime import datetime
 from opensearchpy import OpenSearch
 
 from service.errors import EngineUnavailable, NotFound
-from service.graph.supersession import CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION
+from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_sub_response, engine_errors
-from service.timeparse import iso, stored_datetime
+from service.clock.timeparse import iso, stored_datetime
 
 log = logging.getLogger("engram.memories")
 
@@ -28,17 +28,6 @@ def access_is_stale(stored: str | None, now: datetime, resolution_s: float) -> b
 # Fields never sent back to clients: vectors are large and AutoMem hides them. (Indices created from
 # the current template keep no vector in _source at all; older ones still do.)
 HIDDEN_FIELDS = ("embedding",)
-# Vectors live in the index's vector format, not in _source (reading hits' _source with 384 floats
-# each was most of the cost of a recall's fetch phase), so they are read back through doc values.
-# The copy matters: the value is Lucene's reused buffer, so returning it as is gives every hit
-# of a search the last hit's vector.
-VECTOR_SCRIPT = (
-    "if (doc['embedding'].size() == 0) { return null; } "
-    "def v = doc['embedding'].value; List out = new ArrayList(); "
-    "for (int i = 0; i < v.length; i++) { out.add(v[i]); } return out;"
-)
-# Painless prefix of every update script: put the vector back, or the re-indexed document loses it.
-CARRY_VECTOR = "if (params.embedding != null) { ctx._source.embedding = params.embedding; }\n"
 # An update that lost a race with another write (its if_seq_no no longer matches) is retried, after
 # a short random pause: the property test (8 writers on ~60 memories) lost 3 races in a row.
 CONFLICT_ATTEMPTS = 6

@@ -18,7 +18,7 @@ from opensearchpy import OpenSearch
 
 from service.storage.bulk import ItemError, run_bulk
 from service.storage.client import engine_errors
-from service.storage.memories import VECTOR_SCRIPT
+from service.filters.scripts import VECTOR_SCRIPT
 
 # Documents per page. 1,000 memories with 384-float vectors is ~3 MB of JSON per response.
 PAGE = 1000

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.index_only import THREAD_FIELDS
-from service.tags import hierarchy_key
-from service.timeparse import stored_datetime
+from service.memory.index_only import THREAD_FIELDS
+from service.memory.tags import hierarchy_key
+from service.clock.timeparse import stored_datetime
 
 # The metadata keys that name a thread, in the order they are joined (AutoMem clients send session_id);
 # the same keys enrichment's PRECEDED_BY follows.
@@ -32,7 +32,7 @@ CONTEXT_MAX_CHARS = 1_000
 # thread_seq = write time in microseconds x SEQ_SLOTS + place in the batch (POST /memory/batch takes at
 # most 500): a long holds it until the year 2262.
 SEQ_SLOTS = 1_000
-# The stored fields (index_templates/memories.json); no response shows them (service/index_only.py).
+# The stored fields (index_templates/memories.json); no response shows them (service/memory/index_only.py).
 FIELDS = THREAD_FIELDS
 
 

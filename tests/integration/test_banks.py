@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from service.auth import hash_token
+from service.auth.tokens import hash_token
 from tests.conftest import TOKEN
 from tests.integration.support import assert_error, ids, mem, recall
 

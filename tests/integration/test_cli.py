@@ -131,7 +131,7 @@ def test_snapshot_create_list_restore_on_a_node_of_its_own(embedder, capsys):
     from fastapi.testclient import TestClient
 
     from service.config import Settings
-    from service.localnode import LocalNode
+    from service.engine.local_node import LocalNode
     from service.main import create_app
 
     node = LocalNode(f"snapshots-{os.getpid()}", heap="512m")

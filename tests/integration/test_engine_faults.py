@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from service.config import Settings
-from service.localnode import LocalNode
+from service.engine.local_node import LocalNode
 from service.main import create_app
 
 pytestmark = pytest.mark.skipif(

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from service.auth import hash_token
+from service.auth.tokens import hash_token
 from tests.integration.hindsight_support import BANKS, hrecall, remember, result_ids, retain
 
 A_TOKEN, READ_A = "hs-token-bank-a", "hs-reader-bank-a"

@@ -8,7 +8,7 @@ import logging
 import httpx
 import orjson
 
-from service.oplog import PLAIN_FORMAT, JsonFieldsFormatter
+from service.observability.oplog import PLAIN_FORMAT, JsonFieldsFormatter
 from tests.conftest import AUTH, TOKEN
 from tests.integration.live import live_app
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from service.config import Settings
-from service.localnode import LocalNode
+from service.engine.local_node import LocalNode
 from service.main import create_app
 from tests.conftest import TOKEN
 from tests.integration.live_server import serve

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from service.localnode import LocalNode
+from service.engine.local_node import LocalNode
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("ENGRAM_TEST_OPENSEARCH_URL") or os.environ.get("ENGRAM_TEST_ENGINE")),

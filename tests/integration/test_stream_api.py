@@ -227,7 +227,7 @@ def test_a_slow_subscriber_is_dropped_and_writes_go_on(served):
 def test_a_bank_scoped_token_streams_only_its_banks_events(engine_url, embedder, os_client, tmp_path):
     """A token scoped to bank a never sees what is written in bank b (content previews are in the
     events); the API token (every bank) sees both."""
-    from service.auth import hash_token
+    from service.auth.tokens import hash_token
 
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"name": "agent-a", "sha256": hash_token("token-a"), "banks": ["a"], "permissions": ["recall", "remember"]}]}))

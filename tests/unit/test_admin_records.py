@@ -6,7 +6,7 @@ import pytest
 
 from service.admin.records import EdgeRecord, check_supersessions, dumps, edge_line, edge_record, is_edge_line, memory_line, supersession_summary
 from service.graph.registry import AssociationError
-from service.schemas.memory import valid_id
+from service.memory.models import valid_id
 
 STORED = {
     "id": "m1", "bank": "default", "content": "c", "tags": ["a:b"], "tags_norm": ["a:b"], "tag_prefixes": ["a", "a:b"],

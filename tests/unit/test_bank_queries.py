@@ -1,11 +1,11 @@
-"""The bank registry's pure parts (service/bank_queries.py, service/bank_registry.merged_profile)."""
+"""The bank registry's pure parts (service/storage/bank_queries.py, service/bank_registry.merged_profile)."""
 
 from __future__ import annotations
 
 import pytest
 
-from service import bank_queries as BQ
-from service.bank_registry import DEFAULT_DISPOSITION, merged_profile
+from service.storage import bank_queries as BQ
+from service.banks.profiles import DEFAULT_DISPOSITION, merged_profile
 
 
 def test_bank_counts():

@@ -1,4 +1,4 @@
-"""Exact date phrases in a recall query (service/date_phrases.py): a table of query -> window + content query."""
+"""Exact date phrases in a recall query (service/clock/phrases.py): a table of query -> window + content query."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from service.date_phrases import content_without, day_window, extract_date_phrase, zone
+from service.clock.phrases import content_without, day_window, extract_date_phrase, zone
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=timezone.utc)  # a Wednesday; 06:00 in Denver
 DENVER = zone("America/Denver")  # UTC-6 in May: spec 004's example window is 06:00Z to 06:00Z

@@ -1,4 +1,4 @@
-"""service/dateterms.py: dates in text resolved against a moment, and the terms they become."""
+"""service/clock/terms.py: dates in text resolved against a moment, and the terms they become."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.dateterms import MAX_WINDOW_DAYS, MAX_WINDOW_MONTHS, Span, memory_date_terms, query_date_terms, span_terms, spans, window_terms
+from service.clock.terms import MAX_WINDOW_DAYS, MAX_WINDOW_MONTHS, Span, memory_date_terms, query_date_terms, span_terms, spans, window_terms
 
 MONDAY = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # 8 May 2023 was a Monday
 

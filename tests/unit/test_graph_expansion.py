@@ -125,7 +125,7 @@ def test_related_walk_breadth_first_both_directions():
 
 
 def test_entity_names_keep_document_order():
-    from service.tags import entity_names
+    from service.memory.tags import entity_names
 
     metadata = {"entities": {"organizations": ["Acme Corp"], "people": ["Bo", "Al"], "place": "Lyon"}}
     assert entity_names(["entity:people:zed", "x"], metadata) == ["zed", "acme corp", "bo", "al", "lyon"]

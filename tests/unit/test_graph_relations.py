@@ -13,7 +13,7 @@ from service.graph.registry import (
     validate_association,
 )
 from service.graph.supersession import state_time, supersession_entry
-from service.schemas.memory import valid_id
+from service.memory.models import valid_id
 
 pytestmark = pytest.mark.unit
 

@@ -6,6 +6,7 @@ import pytest
 
 from scoring.rerank import Candidate, ScoredCandidate
 from service.graph import current_state as state
+from service.filters import clauses as C
 
 pytestmark = pytest.mark.unit
 
@@ -20,13 +21,13 @@ def sup(by, at=PAST, type_="EVOLVED_INTO", strength=1.0):
 
 def test_filter_clauses():
     moment = AT.isoformat()
-    assert state.candidate_must_not(AT) == [
+    assert C.candidate_must_not(AT) == [
         {"range": {"t_valid": {"gt": moment}}},
         # expired memories are dropped unless superseded: those stay, their head takes their place
         {"bool": {"filter": [{"range": {"t_invalid": {"lte": moment}}}], "must_not": [{"range": {"superseded_at": {"lte": moment}}}]}},
     ]
-    assert state.candidate_must_not(AT, in_python=True) == []
-    assert state.active_must_not(AT) == [
+    assert C.candidate_must_not(AT, in_python=True) == []
+    assert C.active_must_not(AT) == [
         {"range": {"t_valid": {"gt": moment}}},
         {"range": {"t_invalid": {"lte": moment}}},
         {"range": {"superseded_at": {"lte": moment}}},

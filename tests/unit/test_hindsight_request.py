@@ -9,10 +9,10 @@ import pytest
 
 from service.api.hindsight import models as M
 from service.api.hindsight.request import BUDGETS, to_request, window_in_query
-from service.bank_registry import Bank
+from service.banks.profiles import Bank
 from service.config import Settings
 from service.errors import BadRequest
-from service.recall import tag_groups as G
+from service.filters import tag_groups as G
 
 NOW = datetime(2024, 5, 30, 12, 0, tzinfo=timezone.utc)
 SETTINGS = Settings(automem_api_token="t")

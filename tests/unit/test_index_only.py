@@ -1,11 +1,11 @@
-"""service/index_only.py: the ranking aids are fields of the template, and the shapes that show a
+"""service/memory/index_only.py: the ranking aids are fields of the template, and the shapes that show a
 stored memory leave them out (recall's detail view, public_memory)."""
 
 from __future__ import annotations
 
 from scoring.rerank import Candidate, ScoredCandidate
 from service.api.responses import public_memory
-from service.index_only import RANKING_FIELDS
+from service.memory.index_only import RANKING_FIELDS
 from service.recall.shaping import shape_result
 from service.storage.bootstrap import load_template
 from service.threads import FIELDS as THREAD_FIELDS

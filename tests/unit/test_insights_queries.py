@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from service import insights as I
+from service.api.automem import analytics as I
 
 NOW = datetime(2026, 3, 1, 15, 30, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-"""Which Java the local node runs on, and the flags each release gets (service/localjava.py)."""
+"""Which Java the local node runs on, and the flags each release gets (service/engine/java.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from service import localjava as LJ
+from service.engine import java as LJ
 
 
 def fake_jdk(root: Path, name: str, version: str | None) -> Path:

@@ -6,7 +6,7 @@ import logging
 
 import orjson
 
-from service.oplog import PLAIN_FORMAT, JsonFieldsFormatter, RedactQueryString, extra_fields
+from service.observability.oplog import PLAIN_FORMAT, JsonFieldsFormatter, RedactQueryString, extra_fields
 
 
 def record(msg="memory_stored", args=None, exc_info=None, **extra) -> logging.LogRecord:
@@ -67,7 +67,7 @@ def test_configured_service_logging_never_traces_engine_bodies():
     from pathlib import Path
 
     probe = (
-        "import logging; from service.oplog import configure_logging; configure_logging('debug'); import opensearchpy; "
+        "import logging; from service.observability.oplog import configure_logging; configure_logging('debug'); import opensearchpy; "
         "t = logging.getLogger('opensearchpy.trace'); print(t.handlers == [] and t.propagate is False)"
     )
     root = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def test_the_request_id_filter_tags_records_of_a_request_only():
 
 
 def test_engine_request_lines_lose_their_traceback_and_404s():
-    from service.oplog import ENGINE_REQUEST_FAILED, EngineRequestLog, engine_log_muted
+    from service.observability.oplog import ENGINE_REQUEST_FAILED, EngineRequestLog, engine_log_muted
 
     def failed(status, exc_info=None):
         return logging.LogRecord("opensearch", logging.WARNING, __file__, 1, ENGINE_REQUEST_FAILED, ("GET", "http://h/_doc/x", status, 0.01), exc_info)

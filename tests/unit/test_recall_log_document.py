@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from service.observability.recall_log import recall_document
+from service.recall.log import recall_document
 from service.recall.request import RecallRequest
-from service.timeparse import TimeWindow
+from service.clock.timeparse import TimeWindow
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 BODY = {

@@ -99,13 +99,13 @@ def test_suppress_drops_before_the_page_is_cut(ranked, suppressed_ids, limit, ke
 
 
 def test_suppressed_memories_are_fetched_apart_and_scored_alike():
-    from service.recall import queries as Q
+    from service.filters import clauses as C
     from service.recall.request import RecallRequest
 
     options = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
     req = RecallRequest(bank="b", query="deploy", limit=5, suppress_ids=frozenset({"s2", "s1"}))
-    spec = Q.RecallFilter(bank="b")
-    flt = Q.filter_clauses(spec)
+    spec = C.RecallFilter(bank="b")
+    flt = C.filter_clauses(spec)
     arms = retrieval.plan_arms(req, spec, text="deploy", lexical="deploy", keywords=["deploy"], vector=[0.1, 0.2], limit=5, profile=None, options=options)
     assert [name for name, _ in arms] == ["vector", "keyword", "seen:vector", "seen:keyword", "metadata"]
     by = dict(arms)

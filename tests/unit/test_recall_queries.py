@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from service.recall import queries as Q
+from service.filters import clauses as C
+from service.filters import scripts as S
 
 
 @pytest.mark.parametrize(
@@ -21,16 +23,16 @@ from service.recall import queries as Q
     ],
 )
 def test_tag_clauses(tags, mode, match, expected):
-    assert Q.tag_clauses(tags, mode, match) == expected
+    assert C.tag_clauses(tags, mode, match) == expected
 
 
 def test_filter_clauses_combines_scope_time_exclusions():
-    f = Q.RecallFilter(
+    f = C.RecallFilter(
         bank="default", tags=("slack",), exclude_tags=("conversation_5", "tmp/x"),
         start=datetime(2024, 1, 1, tzinfo=timezone.utc), end=datetime(2024, 2, 1, tzinfo=timezone.utc),
         excluded_types=("MetaPattern",),
     )
-    assert Q.filter_clauses(f) == {
+    assert C.filter_clauses(f) == {
         "bool": {
             "filter": [
                 {"term": {"bank": "default"}},
@@ -44,7 +46,7 @@ def test_filter_clauses_combines_scope_time_exclusions():
             ],
         }
     }
-    unscoped = Q.filter_clauses(f, scoped=False)
+    unscoped = C.filter_clauses(f, scoped=False)
     assert {"terms": {"tag_prefixes": ["slack"]}} not in unscoped["bool"]["filter"]
 
 
@@ -58,11 +60,11 @@ def test_knn_arm_filters_inside_the_knn_query():
 
 def test_with_cosine_adds_the_cosine_script_field_and_keeps_the_arm():
     arm = Q.keyword_arm("red car", 50, {"match_all": {}})
-    with_cos = Q.with_cosine(arm, [1.0, 0.0])
+    with_cos = S.with_cosine(arm, [1.0, 0.0])
     assert {k: v for k, v in with_cos.items() if k != "script_fields"} == arm
     script = with_cos["script_fields"]["cosine"]["script"]
     assert "cosineSimilarity" in script["source"] and script["params"]["query_value"] == [1.0, 0.0]
-    assert Q.with_cosine(arm, None) is arm  # no query vector: nothing to add
+    assert S.with_cosine(arm, None) is arm  # no query vector: nothing to add
 
 
 def test_keyword_arm_has_phrase_boost_over_content_and_tags():
@@ -112,7 +114,7 @@ SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
             Q.anchor_arm(3, FLT, ["lang:python"], ["Style"]),
             {"size": 3, "_source": SOURCE, "query": {"bool": {"filter": [FLT, {"bool": {"should": [
                 {"terms": {"tag_prefixes": ["lang:python"]}}, {"terms": {"type": ["Style"]}},
-            ], "minimum_should_match": 1}}]}}, "sort": Q.IMPORTANCE_SORT},
+            ], "minimum_should_match": 1}}]}}, "sort": C.IMPORTANCE_SORT},
         ),
         (Q.anchor_arm(3, FLT, [], []), None),
         (
@@ -130,8 +132,8 @@ def test_arm_builders(built, expected):
 
 
 def test_fallback_filter_lifts_the_scope_and_excludes_in_scope_memories():
-    f = Q.RecallFilter(bank="b", tags=("proj",), tag_match="prefix")
-    assert Q.fallback_filter(f) == {"bool": {
+    f = C.RecallFilter(bank="b", tags=("proj",), tag_match="prefix")
+    assert C.fallback_filter(f) == {"bool": {
         "filter": [{"term": {"bank": "b"}}],
         "must_not": [{"term": {"archived": True}}, {"terms": {"tag_prefixes": ["proj"]}}],
     }}
@@ -192,7 +194,7 @@ S1, S2 = "2026-05-13T06:00:00+00:00", "2026-05-14T06:00:00+00:00"
     ],
 )
 def test_window_clause(start, end, facets, expected):
-    assert Q.window_clause(start, end, facets) == expected
+    assert C.window_clause(start, end, facets) == expected
 
 
 @pytest.mark.parametrize(
@@ -214,12 +216,12 @@ def test_window_clause(start, end, facets, expected):
     ],
 )
 def test_attribute_clauses(fields, expected):
-    assert Q.attribute_clauses(Q.RecallFilter(bank="b", **fields)) == expected
+    assert C.attribute_clauses(C.RecallFilter(bank="b", **fields)) == expected
 
 
 def test_filter_clauses_with_facets_and_fields():
-    f = Q.RecallFilter(bank="b", start=D1, end=D2, window_facets=("captured",), who="w", tags=("editor",))
-    assert Q.filter_clauses(f)["bool"]["filter"] == [
+    f = C.RecallFilter(bank="b", start=D1, end=D2, window_facets=("captured",), who="w", tags=("editor",))
+    assert C.filter_clauses(f)["bool"]["filter"] == [
         {"term": {"bank": "b"}}, {"terms": {"tag_prefixes": ["editor"]}},
         {"range": {"timestamp": {"gte": S1, "lt": S2}}}, {"term": {"who": "w"}},
     ]
@@ -249,7 +251,7 @@ def test_recall_filter_carries_the_request_fields():
     ],
 )
 def test_fact_type_clause(types, expected):
-    assert Q.fact_type_clause(types) == expected
+    assert C.fact_type_clause(types) == expected
 
 
 @pytest.mark.parametrize(
@@ -261,7 +263,7 @@ def test_observations_lift_the_metapattern_exclusion(fact_types, expected):
 
 
 def test_recall_filter_puts_tag_groups_and_fact_types_in_the_hard_filter():
-    from service.recall import tag_groups as G
+    from service.filters import tag_groups as G
     from service.recall.request import RecallRequest
 
     req = RecallRequest(tag_groups=(G.Leaf(("a",), "any_strict"),), fact_types=("experience",), state_mode="history")
@@ -269,7 +271,7 @@ def test_recall_filter_puts_tag_groups_and_fact_types_in_the_hard_filter():
     assert f.extra == ({"terms": {"tags": ["a"]}}, {"bool": {"should": [{"term": {"fact_type": "experience"}}], "minimum_should_match": 1}})
     assert f.excluded_types == ("MetaPattern",)
     # scoped=False (expansion, fallback) lifts AutoMem's tag scope, never a Hindsight tag group
-    assert {"terms": {"tags": ["a"]}} in Q.filter_clauses(f, scoped=False)["bool"]["filter"]
+    assert {"terms": {"tags": ["a"]}} in C.filter_clauses(f, scoped=False)["bool"]["filter"]
     plain = Q.recall_filter(RecallRequest(state_mode="history"), datetime(2024, 1, 1, tzinfo=timezone.utc), ("MetaPattern",))
     assert plain.extra == ()
 
@@ -290,11 +292,11 @@ def test_temporal_arm():
     start, end = datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1, tzinfo=timezone.utc)
     dated = {"bool": {"filter": [flt, {"range": {"timestamp": {"gte": "2024-01-01T00:00:00+00:00", "lte": "2024-02-01T00:00:00+00:00"}}}]}}
     assert Q.temporal_arm(start, end, 10, flt, None) == {
-        "size": 10, "_source": Q.SOURCE, "query": dated, "sort": [{"timestamp": {"order": "desc"}}, {"id": "asc"}],
+        "size": 10, "_source": C.SOURCE, "query": dated, "sort": [{"timestamp": {"order": "desc"}}, {"id": "asc"}],
     }
     body = Q.temporal_arm(start, end, 10, flt, [0.1, 0.2])
-    assert body["query"] == {"script_score": {"query": dated, "script": {"source": Q.TEMPORAL_SCORE_SCRIPT, "params": {"query_value": [0.1, 0.2]}}}}
-    assert body["script_fields"] == Q.cosine_fields([0.1, 0.2])
+    assert body["query"] == {"script_score": {"query": dated, "script": {"source": S.TEMPORAL_SCORE_SCRIPT, "params": {"query_value": [0.1, 0.2]}}}}
+    assert body["script_fields"] == S.cosine_fields([0.1, 0.2])
     assert Q.temporal_arm(None, end, 5, flt, None)["query"]["bool"]["filter"][1] == {"range": {"timestamp": {"lte": "2024-02-01T00:00:00+00:00"}}}
 
 
@@ -307,9 +309,9 @@ def test_observation_sources():
 
 def test_plan_arms_floors_the_vector_and_keyword_arms_and_adds_the_temporal_arm():
     from service.recall import retrieval
-    from service.recall import tag_groups as G
+    from service.filters import tag_groups as G
     from service.recall.request import RecallRequest
-    from service.timeparse import TimeWindow
+    from service.clock.timeparse import TimeWindow
 
     opts = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
     window = TimeWindow(datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1, tzinfo=timezone.utc))

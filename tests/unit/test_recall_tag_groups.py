@@ -1,11 +1,11 @@
-"""Hindsight's tag filters as DSL (service/recall/tag_groups.py): tables of input -> expected DSL,
+"""Hindsight's tag filters as DSL (service/filters/tag_groups.py): tables of input -> expected DSL,
 pg_trgm's similarity, fuzzy resolution."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.recall import tag_groups as G
+from service.filters import tag_groups as G
 
 UNTAGGED = G.untagged_clause()
 ANY_AB = {"terms": {"tags": ["a", "b"]}}

@@ -12,7 +12,7 @@ from service.api.signet import queries as SQ
 from service.api.signet import shaping
 from service.api.signet.dedupe import agent_of
 from service.api.signet.temporal import DEFAULT_FACETS, Temporal, facet_of, js_iso, resolve
-from service.date_phrases import zone
+from service.clock.phrases import zone
 from service.errors import BadRequest
 
 NOW = datetime(2026, 5, 20, 12, tzinfo=timezone.utc)

@@ -1,4 +1,4 @@
-"""Tests for service.timeparse: every expression pinned to exact UTC bounds.
+"""Tests for service.clock.timeparse: every expression pinned to exact UTC bounds.
 
 Reference instants (weekday in brackets; weeks start on Monday, as in AutoMem's time.py):
   NOW      2026-03-15T12:00:00Z [Sun]  mid-month, last day of an ISO week
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from service.timeparse import (
+from service.clock.timeparse import (
     MAX_UTC,
     MIN_UTC,
     TimeWindow,
@@ -550,7 +550,7 @@ def test_resolve_time_window_start_after_end(
     "0001-01-01T00:30:00+01:00", "not a date", "", None, 12,
 ])
 def test_stored_datetime_reads_what_the_full_parser_reads(value):
-    from service.timeparse import stored_datetime
+    from service.clock.timeparse import stored_datetime
 
     try:
         expected = parse_iso_datetime(str(value)) if value else None

@@ -7,9 +7,10 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from service.auth import RECALL, REMEMBER, Principal, require_api_token
-from service.bank_registry import BankRegistry
-from service.banks import BANK_PATTERN, BankScope, resolve_bank, valid_bank
+from service.api.auth import require_api_token
+from service.auth.tokens import RECALL, REMEMBER, Principal
+from service.storage.banks import BankRegistry
+from service.banks.scope import BANK_PATTERN, BankScope, resolve_bank, valid_bank
 from service.errors import BadRequest
 from service.api.hindsight.tokens import TokenCounter
 

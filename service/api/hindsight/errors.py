@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from service.api.responses import SafeJSONResponse
-from service.errors import EngramError, error_body
+from service.api.errors import error_body
+from service.errors import EngramError
 
 
 class HindsightError(EngramError):

@@ -204,7 +204,7 @@ class MemoryItem(_In):
     def _timestamp(cls, value: Any) -> Any:
         """Hindsight's rule: ISO 8601, or 'unset'; anything else is a validation error."""
         if isinstance(value, str) and value.strip() and value.strip().lower() != "unset":
-            from service.timeparse import parse_iso_datetime
+            from service.clock.timeparse import parse_iso_datetime
 
             try:
                 parse_iso_datetime(value)

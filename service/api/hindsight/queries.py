@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from service.recall import tag_groups as G
-from service.recall.queries import fact_type_clause
+from service.filters import tag_groups as G
+from service.filters.clauses import fact_type_clause
 
 # time_field -> the stored field it reads (Hindsight's created_at / mentioned_at / occurred_* are all
 # the memory's timestamp here; updated_at is its own).

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from service.api.hindsight import models as M
-from service.bank_registry import Bank
+from service.banks.profiles import Bank
 from service.errors import BadRequest
-from service.recall import tag_groups as G
+from service.filters import tag_groups as G
 from service.recall.request import FACT_TYPES, RecallRequest
-from service.timeparse import TimeWindow, parse_iso_datetime, parse_time_expression
-from service.validation import check_text
+from service.clock.timeparse import TimeWindow, parse_iso_datetime, parse_time_expression
+from service.memory.limits import check_text
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Hindsight's bank routes: list, create / update (PUT, PATCH), get with statistics, profile, stats,
-delete. A token scoped to other banks is answered 404 for any of them (service/banks.py)."""
+delete. A token scoped to other banks is answered 404 for any of them (service/banks/scope.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query
 from service.api.hindsight.deps import CallerDep, ReadBank, RegistryDep, WriteBank
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightRoute
 from service.api.hindsight.models import BankBody, BankDeleteResponse, BankProfileResponse
-from service.bank_registry import Bank
+from service.banks.profiles import Bank
 from service.errors import NotFound
-from service.timeparse import utcnow
+from service.clock.timeparse import utcnow
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: banks"], responses=HINDSIGHT_ERRORS)
 BANKS = "/v1/default/banks"

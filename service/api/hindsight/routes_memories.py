@@ -16,12 +16,12 @@ from service.api.hindsight import views
 from service.api.hindsight.deps import ReadBank, RegistryDep, WriteBank
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightError, HindsightRoute
 from service.api.hindsight.models import DeleteResponse, RetainBody, RetainResponse, TagsMatch
-from service.bank_queries import bank_tags_page
+from service.storage.bank_queries import bank_tags_page
 from service.errors import BadRequest, EngineUnavailable, NotFound
-from service.schemas.memory import valid_id
+from service.memory.models import valid_id
 from service.stream.emit import EmitDep, Emitter
-from service.timeparse import parse_iso_datetime, utcnow
-from service.validation import check_text
+from service.clock.timeparse import parse_iso_datetime, utcnow
+from service.memory.limits import check_text
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: memories"], responses=HINDSIGHT_ERRORS)
 log = logging.getLogger("engram.hindsight")

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from service.enrichment.plan import caller_tags
-from service.recall.queries import OBSERVATION_TYPE, observation_sources
+from service.recall.queries import observation_sources
+from service.filters.clauses import OBSERVATION_TYPE
 
 # Metadata keys the service itself writes and shows elsewhere in Hindsight's view.
 SHOWN_ELSEWHERE = ("entities",)

@@ -3,7 +3,7 @@ one internal RecallRequest.
 
 Wire names are Signet's (camelCase); the snake_case spellings its clients also send are accepted
 (`include_recalled`, `session_key`, `aggregate_budget`, ...). Every input is bounded: strings by
-length and valid Unicode (service/validation.py), numbers finite and in range, lists short.
+length and valid Unicode (service/memory/limits.py), numbers finite and in range, lists short.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from service.errors import BadRequest
-from service.memory_types import canonical_type
+from service.memory.types import canonical_type
 from service.recall.request import RecallRequest
-from service.schemas.query import QueryModel
-from service.tags import clean_tags, split_list_param
-from service.timeparse import parse_iso_datetime
-from service.validation import check_tags, check_text
+from service.api.query_model import QueryModel
+from service.memory.tags import clean_tags, split_list_param
+from service.clock.timeparse import parse_iso_datetime
+from service.memory.limits import check_tags, check_text
 
 # spec 004: "Canonical clients serialize an omitted limit as 10 and bound request values to 1..100".
 DEFAULT_LIMIT, MAX_LIMIT = 10, 100

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from service.recall.queries import SOURCE, bm25_query, knn_arm, lexical_text
+from service.recall.queries import bm25_query, knn_arm, lexical_text
+from service.filters.clauses import SOURCE
 
 # Distinct authors returned by `distinct=who` at most (a terms aggregation is bounded).
 MAX_DISTINCT = 10_000

@@ -26,15 +26,17 @@ from service.api.signet import queries as SQ
 from service.api.signet import shaping
 from service.api.signet.dedupe import Dedupe, agent_of
 from service.api.signet.temporal import Temporal, resolve
-from service.auth import RECALL, Principal, require_api_token
-from service.banks import BankScope, resolve_bank
-from service.date_phrases import zone
+from service.api.auth import require_api_token
+from service.auth.tokens import RECALL, Principal
+from service.banks.scope import BankScope, resolve_bank
+from service.clock.phrases import zone
 from service.errors import BadRequest, NotFound
 from service.recall import queries as Q
-from service.schemas.errors import ERROR_RESPONSES, NOT_FOUND
-from service.schemas.memory import MemoryCreate, valid_id
+from service.filters import clauses as C
+from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
+from service.memory.models import MemoryCreate, valid_id
 from service.stream.emit import EmitDep
-from service.timeparse import TimeWindow, utcnow
+from service.clock.timeparse import TimeWindow, utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["signet"])
 FORBIDDEN = {403: {"description": "The token lacks the permission this route needs"}}
@@ -145,7 +147,7 @@ def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], store: StoreD
     if not q and not given:
         return _json({"results": []})
     req = M.recall_request(settings, bank=bank, query=q, limit=1, values=values)
-    flt = Q.strictly_current(Q.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
+    flt = C.strictly_current(C.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
     limit = M.bounded_limit(params.limit, LEGACY_LIMITS[0] if q else LEGACY_LIMITS[1], LEGACY_MAX)
     body = SQ.keyword_search(flt, q, limit) if q else SQ.filter_listing(flt, limit, now)
     hits = store.search(body)["hits"]["hits"]
@@ -166,7 +168,7 @@ def similar(params: Annotated[M.SimilarQuery, Query()], store: StoreDep, setting
         raise NotFound(f"Memory {anchor} has no stored embedding")
     now = utcnow()
     req = M.recall_request(settings, bank=store.bank, query=None, limit=1, values={"types": M.type_filter(M.checked(params.type, "type", M.NAME_CHARS))})
-    flt = Q.strictly_current(Q.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
+    flt = C.strictly_current(C.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
     hits = store.search(SQ.similar(flt, vector, anchor, M.bounded_limit(params.k, 10, M.MAX_LIMIT)))["hits"]["hits"]
     return _json({"results": [shaping.similar_row(h["_id"], h["_source"], cosine_from_lucene(h["_score"])) for h in hits]})
 

@@ -2,7 +2,7 @@
 
 - A `time` object wins (`source: "request"`): its start/end bound the window, its facets (default:
   all six) say which stored times must fall in it, `mode` auto|timeline|filter.
-- Otherwise an exact date phrase in the query (service/date_phrases.py) becomes the day window
+- Otherwise an exact date phrase in the query (service/clock/phrases.py) becomes the day window
   (`source: "query"`) and the rest of the query the content query.
 - mode `auto` is `timeline` when no content query is left (the window's memories in time order)
   and `filter` otherwise (the content query ranked inside the window).
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
-from service.date_phrases import extract_date_phrase
-from service.dateterms import memory_date_terms, window_terms
-from service.recall.queries import TEMPORAL_FACETS
-from service.timeparse import parse_iso_datetime, stored_datetime
+from service.clock.phrases import extract_date_phrase
+from service.clock.terms import memory_date_terms, window_terms
+from service.filters.clauses import TEMPORAL_FACETS
+from service.clock.timeparse import parse_iso_datetime, stored_datetime
 
 # The facets a date phrase (or a `time` without facets) searches, in the order spec 004's example reports them.
 DEFAULT_FACETS = ("session", "source", "occurred", "observed", "valid", "captured")

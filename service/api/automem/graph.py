@@ -1,0 +1,43 @@
+"""GET /memories/{id}/related (spec 003). Thin: parse the parameters, walk the graph, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from service.api.deps import ApiAuth, EdgesDep, SettingsDep, StoreDep
+from service.api.responses import public_memory
+from service.errors import BadRequest, NotFound
+from service.graph.walk import MAX_LIMIT, related_memories
+from service.graph.registry import ALL_TYPES, AUTHORABLE_TYPES
+from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
+from service.api.automem.graph_models import RelatedQuery, RelatedResponse
+from service.memory.models import valid_id
+
+router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
+
+
+@router.get("/memories/{memory_id}/related", response_model=RelatedResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
+def related(memory_id: str, params: Annotated[RelatedQuery, Query()], store: StoreDep, edges: EdgesDep, settings: SettingsDep) -> dict:
+    """Memories reachable from `memory_id` within `max_depth` edges (either direction), importance first."""
+    requested = [t.upper() for t in params.relationship_types]
+    unknown = [t for t in requested if t not in ALL_TYPES]
+    if unknown:
+        raise BadRequest(f"Invalid relationship_types: {', '.join(unknown)}; expected any of {', '.join(ALL_TYPES)}")
+    types = list(dict.fromkeys(requested)) or list(AUTHORABLE_TYPES)
+    limit = min(params.limit or settings.recall_relation_limit, MAX_LIMIT)  # clamped like recall's limit, not refused
+    if not valid_id(memory_id) or not store.existing([memory_id]):
+        raise NotFound(f"Memory {memory_id} not found")
+    found = related_memories(store, edges, memory_id, types, params.max_depth, limit)
+    items = [
+        {**public_memory(r.id, source), "depth": r.depth, "path": r.path, "relation": r.relation}
+        for r, source in found
+    ]
+    body = {
+        "status": "success", "memory_id": memory_id, "count": len(items), "related_memories": items,
+        "relationship_types": types, "max_depth": params.max_depth, "limit": limit,
+    }
+    if params.warnings:
+        body["warnings"] = params.warnings
+    return body

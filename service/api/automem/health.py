@@ -1,0 +1,90 @@
+"""GET /health (AutoMem clients read `status` and `memory_count`) and GET /ready (for orchestrators).
+
+Both are open and answer fast whatever the engine does: the engine check runs on threads of its own
+(a frozen engine can block every handler thread; health must not queue behind them) and gets
+HEALTH_TIMEOUT_SECONDS. Neither ever echoes engine addresses or exception text.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from fastapi import APIRouter, Request
+from opensearchpy.exceptions import ConnectionTimeout
+from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
+
+from service import __version__
+from service.api.errors import error_body
+from service.filters.clauses import count_query
+from service.clock.timeparse import iso, utcnow
+
+router = APIRouter(tags=["health"])
+log = logging.getLogger("engram.health")
+
+# Engine checks never use the handlers' thread pool: a few threads of their own, enough for probes.
+_PROBE_THREADS = anyio.CapacityLimiter(4)
+
+
+def _probe(state) -> dict:
+    settings = state.settings
+    timeout = settings.health_timeout_seconds
+    cluster = state.client.cluster.health(request_timeout=timeout)
+    query = count_query(settings.default_bank, settings.excluded_types)
+    return {
+        "cluster_status": cluster.get("status"), "cluster_name": cluster.get("cluster_name"),
+        "memory_count": state.memories.count(query), "edge_count": state.edges.count(),
+    }
+
+
+async def _check(state) -> tuple[dict | None, str | None]:
+    """(probe result, None) or (None, a reason fit for clients)."""
+    try:
+        with anyio.fail_after(state.settings.health_timeout_seconds):
+            return await anyio.to_thread.run_sync(_probe, state, limiter=_PROBE_THREADS, abandon_on_cancel=True), None
+    except TimeoutError:
+        return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
+    except Exception as exc:  # noqa: BLE001 - health answers whatever the engine does
+        # The client's own request timeout (the same length) can fire first: the same cause.
+        if isinstance(exc, ConnectionTimeout) or isinstance(exc.__cause__, ConnectionTimeout):
+            return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
+        log.warning("health check: engine unreachable (%s)", type(exc).__name__)
+        return None, "OpenSearch is unreachable"
+
+
+# HEAD too: uptime monitors and load balancers probe with it (the body is not sent).
+@router.get("/health")
+@router.head("/health", include_in_schema=False)
+async def health(request: Request) -> dict:
+    state = request.app.state
+    settings = state.settings
+    body: dict = {
+        "status": "healthy",
+        "timestamp": iso(utcnow()),
+        "version": __version__,
+        "memory_count": None,
+        "edge_count": None,
+        "opensearch": {"connected": False, "cluster_status": None, "memories_index": settings.memories_alias},
+        "embedding": {"model": state.embedder.short_name, "vector_size": state.embedder.dimension},
+        "vector_size": state.embedder.dimension,
+    }
+    probe, problem = await _check(state)
+    if probe is None:
+        body["status"] = "degraded"
+        body["opensearch"]["error"] = problem
+        return body
+    body["opensearch"].update(connected=True, cluster_status=probe["cluster_status"], cluster_name=probe["cluster_name"])
+    body["memory_count"], body["edge_count"] = probe["memory_count"], probe["edge_count"]
+    if probe["cluster_status"] == "red":
+        body["status"] = "degraded"
+    return body
+
+
+@router.get("/ready", responses={503: {"description": "The engine is unreachable or red"}})
+@router.head("/ready", include_in_schema=False)
+async def ready(request: Request):
+    """200 when the engine answers and is not red, else 503: for load balancers and orchestrators."""
+    probe, problem = await _check(request.app.state)
+    if probe is None or probe["cluster_status"] == "red":
+        return JSONResponse(error_body(503, problem or "OpenSearch cluster status is red"), status_code=503)
+    return {"status": "ready", "cluster_status": probe["cluster_status"]}

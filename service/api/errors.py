@@ -1,0 +1,53 @@
+"""The one error shape on the wire: {"status": "error", "code": N, "message": "..."}, mapped in one
+place (STYLE.md practice 10) from the domain exceptions of service/errors.py, FastAPI's own
+validation errors (a 400 rather than a 422) and Starlette's HTTP errors."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.api.responses import SafeJSONResponse as JSONResponse
+from service.errors import EngramError
+from service.observability.request_id import current_request_id
+
+log = logging.getLogger("engram.errors")
+
+
+def error_body(code: int, message: str, **extra) -> dict:
+    """A 5xx also names the request id (the X-Request-ID header), so a report can be matched to the log."""
+    body = {"status": "error", "code": code, "message": message, **extra}
+    if code >= 500 and "request_id" not in body and (rid := current_request_id()):
+        body["request_id"] = rid
+    return body
+
+
+def _describe_validation(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+        where = ".".join(loc)
+        if err.get("type") == "json_invalid":
+            return "Malformed JSON body"
+        msg = err.get("msg", "invalid value")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts) or "Invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(EngramError)
+    async def _engram(_: Request, exc: EngramError) -> JSONResponse:
+        return JSONResponse(error_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(error_body(400, _describe_validation(exc)), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    # Unexpected exceptions are answered by service.api.middleware.RequestGuard, which (unlike an
+    # `Exception` handler here, which Starlette re-raises into the server) keeps the connection usable.
