@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.clock.terms import window_terms
+from service.filters.tag_groups import caller_prefix
 from service.memory.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
@@ -51,7 +52,7 @@ IMPORTANCE_SORT: list[dict] = [
 BY_TAG_SORT = IMPORTANCE_SORT
 
 
-SORTS = {
+SORT_ORDERS: dict[str, list[dict]] = {
     "time_desc": [{"updated_at": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
     "updated_desc": [{"updated_at": {"order": "desc", "missing": "_last"}}, {"timestamp": {"order": "desc", "missing": "_last"}}],
     "time_asc": [{"updated_at": {"order": "asc", "missing": "_last"}}, {"timestamp": {"order": "asc", "missing": "_last"}}],
@@ -123,7 +124,10 @@ def attribute_clauses(f: RecallFilter) -> list[dict]:
     return out
 
 
-def tag_clauses(tags: Sequence[str], tag_mode: str, tag_match: str) -> list[dict]:
+def tag_clauses(tags: Sequence[str], tag_mode: str, tag_match: str, *, caller_only: bool = False) -> list[dict]:
+    """AutoMem's tag scope (spec 000): any / all of `tags`, exact or by hierarchy prefix, over every
+    tag a memory carries. `caller_only`: over the caller's tags alone, never a tag enrichment derived
+    (the scope of the surfaces that show caller tags only, Signet's)."""
     if not tags:
         return []
     if tag_match == "exact":
@@ -131,6 +135,11 @@ def tag_clauses(tags: Sequence[str], tag_mode: str, tag_match: str) -> list[dict
     else:
         field_name, values = "tag_prefixes", [hierarchy_key(t) for t in tags]
     values = [v for v in dict.fromkeys(values) if v]
+    if caller_only:
+        # tags_norm is lowercased; a derived tag is recorded as enrichment wrote it (lowercase slugs).
+        each = [caller_prefix(v) if field_name == "tag_prefixes" else
+                {"bool": {"filter": [{"term": {"tags_norm": v}}], "must_not": [{"term": {"enrichment.derived_tags": v}}]}} for v in values]
+        return each if tag_mode == "all" else [{"bool": {"should": each, "minimum_should_match": 1}}]
     if tag_mode == "all":
         return [{"term": {field_name: v}} for v in values]
     return [{"terms": {field_name: values}}]
@@ -217,13 +226,14 @@ class RecallFilter:
     importance_min: float | None = None
     since: datetime | None = None
     until: datetime | None = None
+    caller_tags: bool = False  # the tag scope reads caller tags only (tag_clauses caller_only)
 
 
 def filter_clauses(f: RecallFilter, *, scoped: bool = True) -> dict:
     """The bool filter every arm shares. `scoped=False` lifts only the tag scope (scope_fallback, expansion)."""
     filters: list[dict] = [{"term": {"bank": f.bank}}]
     if scoped:
-        filters += tag_clauses(f.tags, f.tag_mode, f.tag_match)
+        filters += tag_clauses(f.tags, f.tag_mode, f.tag_match, caller_only=f.caller_tags)
     if f.start or f.end:
         filters.append(window_clause(f.start, f.end, f.window_facets))
     filters += attribute_clauses(f)
@@ -243,5 +253,5 @@ def fallback_filter(f: RecallFilter) -> dict:
     """scope_fallback fills: every filter but the tag scope, and never an in-scope memory (those are in
     scope by definition: already returned, or dropped by a score filter)."""
     unscoped = filter_clauses(f, scoped=False)
-    unscoped["bool"]["must_not"] = unscoped["bool"]["must_not"] + tag_clauses(f.tags, "any", f.tag_match)
+    unscoped["bool"]["must_not"] = unscoped["bool"]["must_not"] + tag_clauses(f.tags, "any", f.tag_match, caller_only=f.caller_tags)
     return unscoped

@@ -38,6 +38,16 @@ _CALLER_COUNT = (
 ONLY_DERIVED_SCRIPT = _CALLER_COUNT + "return n == 0;"
 CALLER_COUNT_SCRIPT = _CALLER_COUNT + "return n == params.n;"
 MATCH_NONE = {"bool": {"must_not": [{"match_all": {}}]}}
+# Whether a caller tag (one enrichment did not derive) has the hierarchy key params.key or one below
+# it: service/memory/tags.py hierarchy_key, in painless (no regex: they are limited by default).
+CALLER_PREFIX_SCRIPT = (
+    "def derived = doc['enrichment.derived_tags']; "
+    "for (def tag : doc['tags']) { if (derived.contains(tag)) { continue; } "
+    "String[] parts = tag.toLowerCase().replace('/', ':').splitOnToken(':'); StringBuilder b = new StringBuilder(); "
+    "for (String p : parts) { String q = p.trim(); if (q.length() > 0) { if (b.length() > 0) { b.append(':'); } b.append(q); } } "
+    "String k = b.toString(); if (k == params.key || k.startsWith(params.key + ':')) { return true; } } "
+    "return false;"
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,20 @@ def untagged_clause() -> dict:
     return {"bool": {"should": [{"bool": {"must_not": [{"exists": {"field": "tags"}}]}}, only_derived], "minimum_should_match": 1}}
 
 
+def caller_tag(tag: str) -> dict:
+    """Memories carrying `tag` (as given) as a caller tag: not one enrichment derived."""
+    return {"bool": {"filter": [{"term": {"tags": tag}}], "must_not": [{"term": {"enrichment.derived_tags": tag}}]}}
+
+
+def caller_prefix(key: str) -> dict:
+    """Memories with a caller tag whose hierarchy key is `key` or below it. Derived tags count only
+    for memories enrichment derived no tag on, which is the script-free fast path."""
+    return {"bool": {"filter": [{"term": {"tag_prefixes": key}}], "should": [
+        {"bool": {"must_not": [{"exists": {"field": "enrichment.derived_tags"}}]}},
+        {"script": {"script": {"lang": "painless", "source": CALLER_PREFIX_SCRIPT, "params": {"key": key}}}},
+    ], "minimum_should_match": 1}}
+
+
 def leaf_clause(leaf: Leaf) -> dict | None:
     """The leaf's filter, or None when it constrains nothing."""
     tags = list(dict.fromkeys(leaf.tags))
@@ -88,13 +112,14 @@ def leaf_clause(leaf: Leaf) -> dict | None:
         if not tags:
             return untagged_clause()
         count = {"script": {"script": {"lang": "painless", "source": CALLER_COUNT_SCRIPT, "params": {"n": len(tags)}}}}
-        return {"bool": {"filter": [*({"term": {"tags": t}} for t in tags), count]}}
+        return {"bool": {"filter": [*(caller_tag(t) for t in tags), count]}}
     if not tags:
         return None
+    each = [caller_tag(t) for t in tags]
     if leaf.match in ("any", "any_strict"):
-        tagged: dict = {"terms": {"tags": tags}}
+        tagged: dict = each[0] if len(each) == 1 else {"bool": {"should": each, "minimum_should_match": 1}}
     else:
-        tagged = {"bool": {"filter": [{"term": {"tags": t}} for t in tags]}}
+        tagged = {"bool": {"filter": each}}
     if leaf.match.endswith("_strict"):
         return tagged
     return {"bool": {"should": [tagged, untagged_clause()], "minimum_should_match": 1}}

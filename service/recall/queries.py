@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from service.filters.clauses import IMPORTANCE_SORT, OBSERVATION_TYPE, SORTS, SOURCE, RecallFilter, candidate_must_not, fact_type_clause
+from service.filters.clauses import IMPORTANCE_SORT, OBSERVATION_TYPE, SORT_ORDERS, SOURCE, RecallFilter, candidate_must_not, fact_type_clause
 from service.filters.scripts import TEMPORAL_SCORE_SCRIPT, with_cosine
 from service.filters.tag_groups import groups_clause
 
@@ -63,7 +63,7 @@ def recall_filter(req, at: datetime, excluded_types: Sequence[str]) -> RecallFil
         start=req.window.start if req.window else None, end=req.window.end if req.window else None,
         excluded_types=effective_excluded_types(excluded_types, req.fact_types), extra=extra, extra_must_not=must_not,
         window_facets=req.window_facets, who=req.who, project=req.project, pinned=req.pinned, types=tuple(req.types),
-        importance_min=req.importance_min, since=req.since, until=req.until,
+        importance_min=req.importance_min, since=req.since, until=req.until, caller_tags=req.caller_tags_only,
     )
 
 
@@ -123,7 +123,7 @@ def doc_count_arm(flt: dict, keyword: str | None) -> dict:
 
 def trending_arm(size: int, flt: dict, sort: str) -> dict:
     """No query (or `*`): high-importance memories, ordered per `sort` (importance first for `score`)."""
-    order = SORTS.get(sort, IMPORTANCE_SORT)
+    order = SORT_ORDERS.get(sort, IMPORTANCE_SORT)
     return {"size": size, "_source": SOURCE, "query": flt, "sort": order if order is IMPORTANCE_SORT else order + [{"id": "asc"}]}
 
 

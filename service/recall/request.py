@@ -11,15 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.filters.tag_groups import Group
+from service.filters.vocabulary import FactType, RecencyBias, ScoringProfile, Sort, StateMode, TagMatch, TagMode
 from service.clock.timeparse import TimeWindow
 
-SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
-TAG_MODES = ("any", "all")
-TAG_MATCHES = ("prefix", "exact")
-STATE_MODES = ("current", "history")
-RECENCY_BIAS = ("off", "on", "auto")
-PROFILES = ("engram", "automem")
-FACT_TYPES = ("world", "experience", "observation")
 
 
 @dataclass
@@ -30,12 +24,15 @@ class RecallRequest:
     embedding: list[float] | None = None
     limit: int = 5
     per_query_limit: int | None = None
-    sort: str = "score"
+    sort: Sort = "score"
     sort_given: bool = False
     tags: list[str] = field(default_factory=list)
     exclude_tags: list[str] = field(default_factory=list)
-    tag_mode: str = "any"
-    tag_match: str = "prefix"
+    tag_mode: TagMode = "any"
+    tag_match: TagMatch = "prefix"
+    # The tag scope reads the caller's tags only, never the `entity:` tags enrichment derives (Signet's
+    # surface, which shows caller tags only; AutoMem's scope includes them, spec 001 "Tag prefix system").
+    caller_tags_only: bool = False
     window: TimeWindow | None = None
     context: str | None = None
     language: str | None = None
@@ -50,15 +47,15 @@ class RecallRequest:
     expand_min_importance: float = 0.0
     expand_min_strength: float = 0.0
     expand_respect_tags: bool = False
-    state_mode: str = "current"
+    state_mode: StateMode = "current"
     state_debug: bool = False
     as_of: datetime | None = None
-    recency_bias: str = "off"
+    recency_bias: RecencyBias = "off"
     scope_fallback: bool = False
     min_score: float = 0.0
     adaptive_floor: bool = True
     auto_decompose: bool = False
-    scoring_profile: str = "engram"
+    scoring_profile: ScoringProfile = "engram"
     # Stored-field filters (who, project, pinned: settable on every write; Signet's recall filters them).
     who: str | None = None
     project: str | None = None
@@ -80,7 +77,7 @@ class RecallRequest:
     # Boolean tag filters, AND-ed; a hard filter on every arm and on graph expansion (visibility scopes).
     tag_groups: tuple[Group, ...] = ()
     # Hindsight fact types (world / experience / observation); empty: no type filter.
-    fact_types: tuple[str, ...] = ()
+    fact_types: tuple[FactType, ...] = ()
     # Floors inside the vector arm (cosine) and the keyword arm (BM25), and on the final score after
     # every stage (expansion included); None: no floor.
     semantic_floor: float | None = None

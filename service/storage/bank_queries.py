@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.filters.clauses import fact_type_clause
+from service.filters.vocabulary import FACT_TYPES
 
 # The registry lists at most this many banks (a terms aggregation over the memories' `bank` field
 # and one search of profiles); more would need composite-aggregation paging.
 MAX_BANKS = 10_000
 # GET /v1/default/banks/{bank_id}[/stats] reports the bank's most used tags, at most this many.
 STATS_TAGS = 50
-FACT_TYPES = ("world", "experience", "observation")
 
 
 def bank_term(bank: str) -> dict:

@@ -268,10 +268,10 @@ def test_recall_filter_puts_tag_groups_and_fact_types_in_the_hard_filter():
 
     req = RecallRequest(tag_groups=(G.Leaf(("a",), "any_strict"),), fact_types=("experience",), state_mode="history")
     f = Q.recall_filter(req, datetime(2024, 1, 1, tzinfo=timezone.utc), ("MetaPattern",))
-    assert f.extra == ({"terms": {"tags": ["a"]}}, {"bool": {"should": [{"term": {"fact_type": "experience"}}], "minimum_should_match": 1}})
+    assert f.extra == (G.caller_tag("a"), {"bool": {"should": [{"term": {"fact_type": "experience"}}], "minimum_should_match": 1}})
     assert f.excluded_types == ("MetaPattern",)
     # scoped=False (expansion, fallback) lifts AutoMem's tag scope, never a Hindsight tag group
-    assert {"terms": {"tags": ["a"]}} in C.filter_clauses(f, scoped=False)["bool"]["filter"]
+    assert G.caller_tag("a") in C.filter_clauses(f, scoped=False)["bool"]["filter"]
     plain = Q.recall_filter(RecallRequest(state_mode="history"), datetime(2024, 1, 1, tzinfo=timezone.utc), ("MetaPattern",))
     assert plain.extra == ()
 
@@ -327,3 +327,27 @@ def test_plan_arms_floors_the_vector_and_keyword_arms_and_adds_the_temporal_arm(
     arms = dict(retrieval.plan_arms(no_text, Q.recall_filter(no_text, datetime(2024, 3, 1, tzinfo=timezone.utc), ()), text="red car", lexical="red car",
                                     keywords=["red"], vector=[0.1], limit=5, profile=None, options=opts))
     assert list(arms) == ["vector"]  # enable_text_search false: no keyword and metadata arms
+
+
+def test_caller_only_tag_scope_never_matches_a_derived_tag():
+    """Signet's tag scope (caller_only): an exact tag is carried and not derived; a prefix is a caller
+    tag's hierarchy key or below it (the script runs only for memories enrichment derived tags on)."""
+    from service.filters import tag_groups as G
+
+    assert C.tag_clauses(["Entity:People"], "all", "prefix", caller_only=True) == [G.caller_prefix("entity:people")]
+    assert C.tag_clauses(["a", "b"], "any", "exact", caller_only=True) == [{"bool": {"should": [
+        {"bool": {"filter": [{"term": {"tags_norm": "a"}}], "must_not": [{"term": {"enrichment.derived_tags": "a"}}]}},
+        {"bool": {"filter": [{"term": {"tags_norm": "b"}}], "must_not": [{"term": {"enrichment.derived_tags": "b"}}]}},
+    ], "minimum_should_match": 1}}]
+    assert G.caller_prefix("x") == {"bool": {"filter": [{"term": {"tag_prefixes": "x"}}], "should": [
+        {"bool": {"must_not": [{"exists": {"field": "enrichment.derived_tags"}}]}},
+        {"script": {"script": {"lang": "painless", "source": G.CALLER_PREFIX_SCRIPT, "params": {"key": "x"}}}},
+    ], "minimum_should_match": 1}}
+    # AutoMem's scope (spec 001) is every tag, derived ones included
+    assert C.tag_clauses(["entity:people"], "any", "prefix") == [{"terms": {"tag_prefixes": ["entity:people"]}}]
+
+
+def test_every_sort_of_the_vocabulary_has_an_order():
+    from service.filters.vocabulary import SORTS
+
+    assert set(C.SORT_ORDERS) == set(SORTS)

@@ -8,13 +8,21 @@ import pytest
 from service.filters import tag_groups as G
 
 UNTAGGED = G.untagged_clause()
-ANY_AB = {"terms": {"tags": ["a", "b"]}}
-ALL_AB = {"bool": {"filter": [{"term": {"tags": "a"}}, {"term": {"tags": "b"}}]}}
+
+
+def caller(tag: str) -> dict:
+    """A caller tag: carried, and not one enrichment derived (derived tags are never a scope)."""
+    return {"bool": {"filter": [{"term": {"tags": tag}}], "must_not": [{"term": {"enrichment.derived_tags": tag}}]}}
+
+
+A, B = caller("a"), caller("b")
+ANY_AB = {"bool": {"should": [A, B], "minimum_should_match": 1}}
+ALL_AB = {"bool": {"filter": [A, B]}}
 
 
 def exact(tags: list[str]) -> dict:
     count = {"script": {"script": {"lang": "painless", "source": G.CALLER_COUNT_SCRIPT, "params": {"n": len(tags)}}}}
-    return {"bool": {"filter": [*({"term": {"tags": t}} for t in tags), count]}}
+    return {"bool": {"filter": [*(caller(t) for t in tags), count]}}
 
 
 def test_untagged_means_no_caller_tags():
@@ -38,7 +46,7 @@ def test_untagged_means_no_caller_tags():
         (G.Leaf((), "exact"), UNTAGGED),  # exact and no tags: the untagged only
         (G.Leaf((), "any"), None),  # no tags: no constraint
         (G.Leaf((), "all_strict"), None),
-        (G.Leaf(("Foo",), "any_strict"), {"terms": {"tags": ["Foo"]}}),  # as given: case-sensitive
+        (G.Leaf(("Foo",), "any_strict"), caller("Foo")),  # as given: case-sensitive
     ],
 )
 def test_leaf_clause(leaf, expected):
@@ -48,15 +56,15 @@ def test_leaf_clause(leaf, expected):
 @pytest.mark.parametrize(
     ("group", "expected"),
     [
-        (G.And((G.Leaf(("a",)), G.Leaf(("b",)))), {"bool": {"filter": [{"terms": {"tags": ["a"]}}, {"terms": {"tags": ["b"]}}]}}),
-        (G.And((G.Leaf(("a",)), G.Leaf((), "any"))), {"terms": {"tags": ["a"]}}),  # a None child drops out
+        (G.And((G.Leaf(("a",)), G.Leaf(("b",)))), {"bool": {"filter": [A, B]}}),
+        (G.And((G.Leaf(("a",)), G.Leaf((), "any"))), A),  # a None child drops out
         (G.And((G.Leaf((), "any"),)), None),
-        (G.Or((G.Leaf(("a",)), G.Leaf(("b",)))), {"bool": {"should": [{"terms": {"tags": ["a"]}}, {"terms": {"tags": ["b"]}}], "minimum_should_match": 1}}),
+        (G.Or((G.Leaf(("a",)), G.Leaf(("b",)))), {"bool": {"should": [A, B], "minimum_should_match": 1}}),
         (G.Or((G.Leaf(("a",)), G.Leaf((), "any"))), None),  # one alternative admits everything
         (G.Or(()), None),
-        (G.Not(G.Leaf(("a",))), {"bool": {"must_not": [{"terms": {"tags": ["a"]}}]}}),
+        (G.Not(G.Leaf(("a",))), {"bool": {"must_not": [A]}}),
         (G.Not(G.Leaf((), "any")), G.MATCH_NONE),
-        (G.Not(G.Not(G.Leaf(("a",)))), {"bool": {"must_not": [{"bool": {"must_not": [{"terms": {"tags": ["a"]}}]}}]}}),
+        (G.Not(G.Not(G.Leaf(("a",)))), {"bool": {"must_not": [{"bool": {"must_not": [A]}}]}}),
     ],
 )
 def test_group_clause(group, expected):
@@ -65,9 +73,9 @@ def test_group_clause(group, expected):
 
 def test_groups_are_anded():
     assert G.groups_clause([]) is None
-    assert G.groups_clause([G.Leaf(("a",))]) == {"terms": {"tags": ["a"]}}
+    assert G.groups_clause([G.Leaf(("a",))]) == A
     assert G.groups_clause([G.Leaf(("a",)), G.Not(G.Leaf(("b",)))]) == {"bool": {"filter": [
-        {"terms": {"tags": ["a"]}}, {"bool": {"must_not": [{"terms": {"tags": ["b"]}}]}},
+        A, {"bool": {"must_not": [B]}},
     ]}}
 
 

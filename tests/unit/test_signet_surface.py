@@ -219,7 +219,7 @@ def test_filters_translate_signets_fields():
 
     got = M.filters(Settings(), type_="preference", tags="editor, ui,editor", who=" claude-code ", project="", pinned=False,
                     importance_min=0.5, since="2026-01-01T00:00:00Z", until=None)
-    assert got == {"types": ["preference", "Preference"], "tags": ["editor", "ui"], "tag_mode": "all", "who": "claude-code",
+    assert got == {"types": ["preference", "Preference"], "tags": ["editor", "ui"], "tag_mode": "all", "caller_tags_only": True, "who": "claude-code",
                    "project": None, "pinned": None, "importance_min": 0.5, "since": z("2026-01-01T00:00:00Z"), "until": None}
     with pytest.raises(BadRequest, match="Invalid since"):
         M.filters(Settings(), type_=None, tags=None, who=None, project=None, pinned=None, importance_min=None, since="soon", until=None)

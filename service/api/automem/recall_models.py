@@ -12,12 +12,13 @@ aliases (`order_by`, `time`, `entity_expansion`), case-insensitive choices, empt
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.clock.phrases import extract_date_phrase, zone
 from service.errors import BadRequest
+from service.filters.vocabulary import RecencyBias, ScoringProfile, Sort, StateMode, TagMatch, TagMode
 from service.recall.request import RecallRequest
 from service.api.query_model import QueryModel, list_aliases
 from service.clock.timeparse import TimeWindow, parse_iso_datetime, resolve_time_window
@@ -50,13 +51,13 @@ class RecallQuery(QueryModel):
     limit: int = Field(5, ge=1, description="Results to return; above RECALL_MAX_LIMIT (100) it is clamped, not refused")
     offset: int = Field(0, ge=0, description="Only 0: ranked recall has no pages (raise `limit`, or use GET /memory/by-tag)")
     per_query_limit: int | None = Field(None, ge=1, le=50, description="Results per query when `queries` holds several (default: `limit`)")
-    sort: Literal["score", "time_desc", "time_asc", "updated_desc", "updated_asc"] | None = Field(
+    sort: Sort | None = Field(
         None, description="Order (alias `order_by`): score, or by updated_at/timestamp; default score, time_desc for a time window without a query"
     )
     tags: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description="Scope: memories carrying any (or all, see tag_mode) of these tags")
     exclude_tags: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description="Drop memories carrying any of these tags (hierarchy-aware)")
-    tag_mode: Literal["any", "all"] = Field("any", description="Whether a memory needs any or all of `tags`")
-    tag_match: Literal["prefix", "exact"] = Field("prefix", description="prefix: `slack` matches `slack:channel:x`; exact: whole tags only")
+    tag_mode: TagMode = Field("any", description="Whether a memory needs any or all of `tags`")
+    tag_match: TagMatch = Field("prefix", description="prefix: `slack` matches `slack:channel:x`; exact: whole tags only")
     time_query: str | None = Field(None, max_length=200, description="A natural time expression (alias `time`): today, last week, last 30 days, 2025-03, ...")
     start: str | None = Field(None, max_length=64, description="ISO 8601 start of the time window (inclusive)")
     end: str | None = Field(None, max_length=64, description="ISO 8601 end of the time window (inclusive)")
@@ -73,16 +74,16 @@ class RecallQuery(QueryModel):
     expand_min_importance: float = Field(0.0, ge=0.0, le=1.0, description="Minimum importance of expanded memories")
     expand_min_strength: float = Field(0.0, ge=0.0, le=1.0, description="Minimum strength of the edges followed")
     expand_respect_tags: bool = Field(False, description="Keep expanded memories inside the `tags` scope")
-    state_mode: Literal["current", "history"] = Field("current", description="current: only what is valid now (superseded memories replaced by their chain's head); history: everything")
+    state_mode: StateMode = Field("current", description="current: only what is valid now (superseded memories replaced by their chain's head); history: everything")
     current_only: bool | None = Field(None, description="Legacy form of state_mode; wins over it when given")
     state_debug: bool = Field(False, description="Report each suppression and replacement under state_filter")
     as_of: str | None = Field(None, max_length=64, description="ISO 8601 instant at which validity and supersession are evaluated")
-    recency_bias: Literal["off", "on", "auto"] | None = Field(None, description="Relative-recency re-rank (default RECALL_RECENCY_BIAS, off)")
+    recency_bias: RecencyBias | None = Field(None, description="Relative-recency re-rank (default RECALL_RECENCY_BIAS, off)")
     scope_fallback: bool = Field(False, description="Fill a short tag-scoped page from an unscoped vector search")
     min_score: float | None = Field(None, ge=0.0, description="Minimum final score (default RECALL_MIN_SCORE, 0)")
     adaptive_floor: bool | None = Field(None, description="Adaptive score floor (default RECALL_ADAPTIVE_FLOOR, true)")
     auto_decompose: bool = Field(False, description="Add supplementary queries from the query's names and topics")
-    scoring_profile: Literal["engram", "automem"] | None = Field(None, description="Scoring definitions (default SEARCH_SCORING_PROFILE, engram)")
+    scoring_profile: ScoringProfile | None = Field(None, description="Scoring definitions (default SEARCH_SCORING_PROFILE, engram)")
     parse_dates: bool = Field(
         False, description="Take an exact date in `query` (2026-05-13, 2026/05/13, May 13 2026, yesterday) as the time window "
         "(that day in RECALL_DATE_TIMEZONE) and the rest as the query; only without time_query/start/end. Off by default (AutoMem's behaviour)",

@@ -22,7 +22,8 @@ from service.api.hindsight import models as M
 from service.banks.profiles import Bank
 from service.errors import BadRequest
 from service.filters import tag_groups as G
-from service.recall.request import FACT_TYPES, RecallRequest
+from service.filters.vocabulary import FACT_TYPES
+from service.recall.request import RecallRequest
 from service.clock.timeparse import TimeWindow, parse_iso_datetime, parse_time_expression
 from service.memory.limits import check_text
 

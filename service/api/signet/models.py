@@ -226,7 +226,7 @@ def filters(settings, *, type_: str | None, tags, who: str | None, project: str 
     """The RecallRequest values of Signet's filters, every string checked."""
     return {
         "types": type_filter(checked(type_, "type", NAME_CHARS)),
-        "tags": tag_list(tags, settings.limits), "tag_mode": "all",
+        "tags": tag_list(tags, settings.limits), "tag_mode": "all", "caller_tags_only": True,
         "who": checked(who, "who", NAME_CHARS), "project": checked(project, "project", NAME_CHARS),
         "pinned": True if pinned else None, "importance_min": importance_min,
         "since": instant("since", since), "until": instant("until", until),
