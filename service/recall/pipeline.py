@@ -155,9 +155,6 @@ class RecallService:
         timings.lap("state")
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
         timings.lap("rank")
-        # After session dedupe, so the model reads only memories that can still reach the page;
-        # before prefer_observations, whose placement rule has the last word.
-        ordered = self.rerank(req, queries, ordered, pool, timings)
         if req.prefer_observations:
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
         page = ordered[: req.limit]
@@ -220,6 +217,10 @@ class RecallService:
             prev = {mid: h.source.get("thread_prev") for mid, h in retrieved.hits.items()}
             ranked = neighbour_bonus(ranked, prev, self.settings.search_thread_neighbour_weight)
         ranked = placement.window_boost(ranked, {mid for mid, h in retrieved.hits.items() if "temporal" in h.arms}, self.weights.temporal)
+        # The cross-encoder re-scores the hybrid order before placement, so priority ids, anchors and the
+        # scope-fallback order (placement's rules) have the last word over it.
+        if req.sort == "score" and text:
+            ranked = self.rerank(text, ranked, retrieved, timings)
         placed = placement.place(
             ranked, fallback_ids=retrieved.fallback_ids,
             anchor_only={mid for mid, h in retrieved.hits.items() if h.only_anchor},
@@ -297,15 +298,15 @@ class RecallService:
             ranked = placement.recency_rerank(ranked, self.weights.temporal, pool.fallback_ids, req.priority_ids)
         return placement.sort_by_time(ranked, req.sort) if req.sort != "score" else ranked
 
-    def rerank(self, req: RecallRequest, queries: Sequence[str], ranked: list[ScoredCandidate], pool: Pool, timings: Timings) -> list[ScoredCandidate]:
-        """RECALL_RERANK_MODEL: the cross-encoder re-scores the top RECALL_RERANK_TOP_N (score order only);
-        a failing model leaves the order as it was."""
-        query = req.query if req.query and req.query != "*" else (queries[0] if queries else None)
-        if self.reranker is None or req.sort != "score" or not query or not ranked:
+    def rerank(self, query: str, ranked: list[ScoredCandidate], retrieved: retrieval.Retrieved, timings: Timings) -> list[ScoredCandidate]:
+        """RECALL_RERANK_MODEL: the cross-encoder re-scores the top RECALL_RERANK_TOP_N of one query's
+        candidates; a failing model leaves the order as it was."""
+        if self.reranker is None or not ranked:
             return ranked
         head = ranked[: self.reranker.top_n]
+        texts = [(h.source.get("content") or "") if (h := retrieved.hits.get(s.candidate.id)) else "" for s in head]
         try:
-            out = self.reranker.rerank(query, ranked, [pool.source(s.candidate.id).get("content") or "" for s in head])
+            out = self.reranker.rerank(query, ranked, texts)
         except Exception:  # noqa: BLE001 - a reranker problem never fails a recall
             log.warning("reranking failed; keeping the hybrid order", exc_info=True)
             return ranked

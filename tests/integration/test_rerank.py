@@ -63,6 +63,17 @@ def test_the_top_n_are_rescored_by_the_cross_encoder(make_client, tiny_cross_enc
     assert "rerank" in body["timings"]
     # Time orders are not reranked.
     assert all("rerank" not in r["score_components"] for r in recall(api, query=query, sort="time_desc")["results"])
+    # Placement has the last word: an in-scope memory leads the scope-fallback fills whatever the model
+    # makes of them. The one in scope is the memory a reranker after placement would demote most.
+    text = {r["id"]: r["memory"]["content"] for r in before}
+    model_score = {mid: float(v) for mid, v in zip(text, model.predict([(query, t) for t in text.values()]))}
+    final = {r["id"]: r["final_score"] for r in before}
+    weakest = min(text, key=lambda m: final[m] + model_score[m])
+    scoped = make_client(recall_rerank_model=tiny_cross_encoder, recall_rerank_top_n=3, recall_rerank_weight=1.0)
+    for mid, content in text.items():
+        put(scoped, content, id=mid, tags=["alpha"] if mid == weakest else [])
+    got = recall(scoped, query=query, limit=5, tags="alpha", scope_fallback="true")["results"]
+    assert [r["id"] for r in got][0] == weakest and len(got) == 5
 
 
 def test_an_unloadable_model_is_one_clear_error_at_start_up(tmp_path):
