@@ -1,8 +1,8 @@
 """Optional reranking stage: a cross-encoder reads the query with each of the top N candidates.
 
 Off unless `RECALL_RERANK_MODEL` names a sentence-transformers CrossEncoder (a model name it can
-load, or a folder). The top `RECALL_RERANK_TOP_N` of the ranked candidates (after current-state
-resolution and the recency re-rank, before the page is cut) each get the model's relevance in
+load, or a folder). The top `RECALL_RERANK_TOP_N` of each query's scored candidates (before
+placement: priority ids, anchors and scope-fallback fills keep their places) each get the model's relevance in
 [0, 1] as the `rerank` component and `RECALL_RERANK_WEIGHT` x that added to their final score,
 and are re-sorted; the rest follow unchanged (the bonus is never negative, so they stay below).
 The model runs on the CPU in the request's thread; it needs the models extra (torch).
