@@ -69,7 +69,7 @@ def test_every_event_type_with_its_fields(served):
     app, url, api = served
     reader = Reader(url)
     try:
-        wait_for(lambda: subscribers(api) == 1, what="the subscriber")
+        wait_for(lambda: subscribers(api) == 1 and reader.status is not None, what="the subscriber and its response headers")
         assert reader.status == 200 and reader.content_type.startswith("text/event-stream")
 
         content = "Chose PostgreSQL over MongoDB for the billing service because of transactions, mature tooling and the team's experience."
@@ -145,7 +145,7 @@ def test_failed_requests_emit_nothing(served):
     _, url, api = served
     reader = Reader(url)
     try:
-        wait_for(lambda: subscribers(api) == 1, what="the subscriber")
+        wait_for(lambda: subscribers(api) == 1 and reader.status is not None, what="the subscriber and its response headers")
         good = api.post("/memory", json={"content": "a memory"}).json()["memory_id"]
         assert reader.next()["data"]["id"] == good
         failures = [
