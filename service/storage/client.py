@@ -79,12 +79,17 @@ MAYBE_APPLIED = "the write may have been applied; retrying with the same Idempot
 @contextmanager
 def engine_errors(what: str, *, write: bool = False) -> Iterator[None]:
     """Map every client exception to the project's errors: 503 when the engine is unreachable, busy or
-    failing (recovering shards answer "all shards failed" with an empty root_cause), 404 when missing,
+    failing (recovering shards answer "all shards failed" with an empty root_cause) or when an index of
+    the store is missing, 404 when a document or snapshot is missing,
     413 when the engine's body limit is hit, 500 when it rejects a request Engram built."""
     tail = f"; {MAYBE_APPLIED}" if write else ""
     try:
         yield
     except os_exc.NotFoundError as exc:
+        if missing_index(exc):
+            # An index under a search, a count or a write is gone (deleted by hand, a half-done
+            # migration): the engine's state, never the caller's request.
+            raise index_missing(what, engine_reason(exc.info if isinstance(exc.info, dict) else {"error": exc.error}), tail) from exc
         raise NotFound(f"{what}: not found") from exc
     except (os_exc.ConnectionError, os_exc.ConnectionTimeout) as exc:
         engine_error("unreachable")
@@ -107,6 +112,20 @@ def engine_errors(what: str, *, write: bool = False) -> Iterator[None]:
         raise EngineUnavailable(f"{what}: the engine client failed ({type(exc).__name__}){tail}") from exc
 
 
+def index_missing(what: str, reason: str, tail: str = "") -> EngineUnavailable:
+    engine_error("missing_index")
+    log.error("an index of the store is missing (%s): %s", what, reason)
+    return EngineUnavailable(f"{what}: an index of the store is missing; restart the service to recreate it{tail}")
+
+
+def missing_index(exc: os_exc.NotFoundError) -> bool:
+    """Whether a 404 is the engine's index_not_found_exception (not a missing document or snapshot)."""
+    info = exc.info if isinstance(exc.info, dict) else {}
+    err = info.get("error")
+    kind = err.get("type") if isinstance(err, dict) else exc.error
+    return kind == "index_not_found_exception"
+
+
 def engine_reason(body: dict | None) -> str:
     """The most specific reason in an engine error body. `root_cause` may be missing or empty (a
     restarted node recovering its shards answers "all shards failed" with `root_cause: []`)."""
@@ -122,12 +141,29 @@ def short(reason: str, limit: int = 200) -> str:
     return reason if len(reason) <= limit else reason[:limit] + "..."
 
 
+def check_docs(resp: dict, what: str) -> list[dict]:
+    """The docs of an `_mget` answer; a doc-level `error` (the index is gone, a shard failed) is mapped
+    as a request's would be, never read as "not found"."""
+    docs = resp.get("docs", [])
+    for doc in docs:
+        if "error" in doc:
+            check_sub_response({"error": doc["error"], "status": 404 if _kind(doc["error"]) == "index_not_found_exception" else 503}, what)
+    return docs
+
+
+def _kind(err) -> str | None:
+    return err.get("type") if isinstance(err, dict) else None
+
+
 def check_sub_response(sub: dict, what: str) -> dict:
     """One `_msearch` sub-response: its `error` mapped as `engine_errors` maps a whole request's."""
     if "error" not in sub:
         return sub
     status = sub.get("status") if isinstance(sub.get("status"), int) else 503
     reason = engine_reason(sub)
+    err = sub.get("error")
+    if isinstance(err, dict) and err.get("type") == "index_not_found_exception":
+        raise index_missing(what, reason)
     engine_error({400: "rejected", 429: "overloaded"}.get(status, "error"))
     if status == 400:
         log.error("the engine rejected a query built by Engram (%s): %s", what, reason)

@@ -14,7 +14,7 @@ from opensearchpy import OpenSearch
 from service.errors import EngineUnavailable, NotFound
 from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
 from service.storage.bulk import ItemError, deleted_count, run_bulk
-from service.storage.client import MAYBE_APPLIED, EngineRejected, check_sub_response, engine_errors
+from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
 from service.clock.timeparse import iso, stored_datetime
 
 log = logging.getLogger("engram.memories")
@@ -79,7 +79,7 @@ class MemoryStore:
         with engine_errors("fetch memories"):
             resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"_source_excludes": ",".join(HIDDEN_FIELDS)})
         out = {}
-        for doc in resp["docs"]:
+        for doc in check_docs(resp, "fetch memories"):
             if doc.get("found") and doc["_source"].get("bank", self.bank) == self.bank:
                 out[doc["_id"]] = doc["_source"]
         return out
