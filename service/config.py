@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     opensearch_url: str | None = None  # unset: start/reuse the local node (service.engine.local_node)
     opensearch_user: str | None = None
     opensearch_password: str | None = None
-    opensearch_timeout: float = Field(default=30.0, gt=0)
+    opensearch_timeout: float = Field(default=30.0, gt=0, le=3600)
     # Threads that run the (synchronous) route handlers; the engine client's connection pool is
     # sized from it so no handler thread waits for a connection.
     worker_threads: int = Field(default=40, ge=1, le=1_000)
@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     health_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     index_prefix: str = "engram"
     index_shards: int = Field(default=1, ge=1, le=1024)
-    index_replicas: int = Field(default=0, ge=0)  # a single local node is green only without replicas
+    index_replicas: int = Field(default=0, ge=0, le=100)  # a single local node is green only without replicas
     # How often new writes become searchable (the memories and edges indices; applied when an index is
     # created). WRITE_REFRESH=wait_for waits for the next one.
     index_refresh_interval: str = Field(default="1s", pattern=r"^(-1|\d+(ms|s|m))$")
@@ -75,19 +75,19 @@ class Settings(BaseSettings):
 
     # --- memories ---
     embedding_model: str = Field(default_factory=default_embedding_model)
-    embedding_batch_size: int = 32
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024)  # texts per model call
     # onnx (default: the model's ONNX graph on onnxruntime, exact, ~4x faster per query than torch; built
     # without torch for BERT-family models), onnx-int8 (dynamic int8: faster, cosine ~0.99 to fp32) or torch
     # (plain sentence-transformers: the models extra). See service/embedding/__init__.py.
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx"
-    memory_content_max: int = 20_000
+    memory_content_max: int = Field(default=20_000, ge=1, le=1_000_000)
 
     # --- input limits (nothing a client stores may later break a read; see service/memory/limits.py) ---
     # Whole request body; a larger one is refused with 413 before it is read.
-    max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
     metadata_max_depth: int = Field(default=32, ge=1, le=200)  # orjson refuses more than 254 levels
-    metadata_max_keys: int = Field(default=1_000, ge=1)
-    metadata_max_bytes: int = Field(default=64 * 1024, ge=256)
+    metadata_max_keys: int = Field(default=1_000, ge=1, le=100_000)
+    metadata_max_bytes: int = Field(default=64 * 1024, ge=256, le=64 * 1024**2)
     tag_max_length: int = Field(default=256, ge=1, le=8_000)  # Lucene keyword terms stop at 32,766 bytes
     tag_max_count: int = Field(default=200, ge=1, le=10_000)
 
@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     search_weight_relation: Weight = 0.25
     search_weight_relevance: Weight = 0.0
     search_weight_temporal: Weight = 0.1
-    search_recency_window_days: float = 180.0
+    search_recency_window_days: float = Field(default=180.0, gt=0, le=36_500)
     # spec 001 says an unknown curve falls back to linear; a typo is refused at start-up instead.
     search_recency_curve: Literal["linear", "exp"] = "linear"
     search_scoring_profile: Literal["engram", "automem"] = "engram"
@@ -111,32 +111,34 @@ class Settings(BaseSettings):
     search_keyword_mode: Literal["idf", "bm25"] = "idf"
 
     # --- recall (spec 000 / 001) ---
-    recall_max_limit: int = 100
-    recall_relation_limit: int = 5
-    recall_expansion_limit: int = 25
-    recall_vector_overfetch: int = 4
-    recall_vector_fetch_cap: int = 200
+    # Bounds: a page of at least one result; k-NN's k and a search's size stop at 10,000 (the engine's
+    # index.max_result_window), which the over-fetch of a full page must stay under.
+    recall_max_limit: int = Field(default=100, ge=1, le=1_000)
+    recall_relation_limit: int = Field(default=5, ge=0, le=100)
+    recall_expansion_limit: int = Field(default=25, ge=0, le=500)
+    recall_vector_overfetch: int = Field(default=4, ge=1, le=10)
+    recall_vector_fetch_cap: int = Field(default=200, ge=1, le=10_000)
     recall_excluded_types: str = "MetaPattern"
     recall_metadata_search_enabled: bool = True
-    recall_min_score: float = 0.0
+    recall_min_score: float = Field(default=0.0, ge=0.0, le=100.0)
     recall_adaptive_floor: bool = True
     recall_recency_bias: Literal["off", "on", "auto"] = "off"
-    recall_relevance_gate: float = 0.0
+    recall_relevance_gate: float = Field(default=0.0, ge=0.0, le=1.0)
     # Access tracking: last_accessed is rewritten only when older than this (relatime), since an
     # update rewrites the memory's vector too. 0 rewrites on every recall.
-    recall_access_resolution_seconds: float = Field(default=3600.0, ge=0)
+    recall_access_resolution_seconds: float = Field(default=3600.0, ge=0, le=31536000)
 
     # --- background enrichment (spec 003: Enrichment; names and defaults as AutoMem's config.py) ---
     enrichment_enabled: bool = True  # false: no worker; new memories stay pending until it runs
     enrichment_workers: int = Field(default=2, ge=1, le=16)  # worker threads (each takes batches)
-    enrichment_queue_size: int = Field(default=10_000, ge=1)  # bounded queue; overflow stays pending in the engine
+    enrichment_queue_size: int = Field(default=10_000, ge=1, le=1_000_000)  # bounded queue; overflow stays pending in the engine
     enrichment_batch_size: int = Field(default=32, ge=1, le=500)  # memories read, searched and written together
-    enrichment_max_attempts: int = Field(default=3, ge=1)
+    enrichment_max_attempts: int = Field(default=3, ge=1, le=100)
     enrichment_similarity_limit: int = Field(default=5, ge=0, le=50)  # SIMILAR_TO neighbours per memory
     enrichment_similarity_threshold: float = Field(default=0.8, ge=-1.0, le=1.0)  # cosine
-    enrichment_idle_sleep_seconds: float = Field(default=2.0, gt=0)
-    enrichment_failure_backoff_seconds: float = Field(default=5.0, ge=0)
-    enrichment_reprocess_max: int = Field(default=1000, ge=1)  # ids per POST /enrichment/reprocess
+    enrichment_idle_sleep_seconds: float = Field(default=2.0, gt=0, le=3600)
+    enrichment_failure_backoff_seconds: float = Field(default=5.0, ge=0, le=3600)
+    enrichment_reprocess_max: int = Field(default=1000, ge=1, le=100_000)  # ids per POST /enrichment/reprocess
     # Share of the time each worker thread works while the API serves clients (a request in the last
     # second); the rest it waits, so a backlog does not take the engine from recalls. 1: never waits.
     enrichment_duty_while_serving: float = Field(default=0.5, gt=0, le=1)
@@ -144,28 +146,28 @@ class Settings(BaseSettings):
     # --- consolidation, event stream, startup-recall (spec 003; names and defaults are AutoMem's
     # automem/config.py). Intervals of 0 disable a task's schedule; thresholds of 0.0 disable
     # archiving / deletion. See service/consolidation/relevance.py for the decay formula.
-    consolidation_tick_seconds: float = Field(default=60.0, ge=0)  # 0: no scheduler thread
-    consolidation_decay_interval_seconds: int = Field(default=86_400, ge=0)
-    consolidation_creative_interval_seconds: int = Field(default=604_800, ge=0)
-    consolidation_cluster_interval_seconds: int = Field(default=2_592_000, ge=0)
-    consolidation_forget_interval_seconds: int = Field(default=0, ge=0)
+    consolidation_tick_seconds: float = Field(default=60.0, ge=0, le=86400)  # 0: no scheduler thread
+    consolidation_decay_interval_seconds: int = Field(default=86_400, ge=0, le=315360000)
+    consolidation_creative_interval_seconds: int = Field(default=604_800, ge=0, le=315360000)
+    consolidation_cluster_interval_seconds: int = Field(default=2_592_000, ge=0, le=315360000)
+    consolidation_forget_interval_seconds: int = Field(default=0, ge=0, le=315360000)
     # Scheduled decay only rescores memories at least this important (None: all of them).
-    consolidation_decay_importance_threshold: float | None = 0.3
+    consolidation_decay_importance_threshold: float | None = Field(default=0.3, ge=0.0, le=1.0)
     consolidation_history_limit: int = Field(default=20, ge=1, le=1000)
-    consolidation_base_decay_rate: float = Field(default=0.01, ge=0)
+    consolidation_base_decay_rate: float = Field(default=0.01, ge=0, le=1.0)
     consolidation_importance_floor_factor: float = Field(default=0.3, ge=0, le=1)
     consolidation_archive_threshold: float = Field(default=0.0, ge=0, le=1)
     consolidation_delete_threshold: float = Field(default=0.0, ge=0, le=1)
-    consolidation_grace_period_days: int = Field(default=90, ge=0)
+    consolidation_grace_period_days: int = Field(default=90, ge=0, le=36_500)
     consolidation_importance_protection_threshold: float = Field(default=0.7, ge=0, le=1)
     consolidation_protected_types: str = "Decision,Insight"
     consolidation_cluster_similarity_threshold: float = Field(default=0.75, gt=0, le=1)
-    consolidation_min_cluster_size: int = Field(default=3, ge=2)
+    consolidation_min_cluster_size: int = Field(default=3, ge=2, le=1_000)
     # Engram additions: how many memories the creative pass samples (AutoMem: 30) and the cosine
     # band it links in (below the cluster threshold: related, not near-duplicates).
     consolidation_creative_sample_size: int = Field(default=30, ge=2, le=1000)
     consolidation_creative_min_similarity: float = Field(default=0.5, ge=0, le=1)
-    stream_keepalive_seconds: float = Field(default=30.0, gt=0)  # spec 003: ": keepalive" every 30 s
+    stream_keepalive_seconds: float = Field(default=30.0, gt=0, le=3600)  # spec 003: ": keepalive" every 30 s
     stream_queue_size: int = Field(default=100, ge=1, le=100_000)  # AutoMem: Queue(maxsize=100)
 
     # --- observability: logs, metrics, the recall log (service/observability/, service/observability/oplog.py) ---
@@ -183,7 +185,7 @@ class Settings(BaseSettings):
     recall_log_enabled: bool = False
     recall_log_include_query: bool = False
     recall_log_queue_size: int = Field(default=1_000, ge=1, le=100_000)  # full: a document is dropped (and counted)
-    recall_log_retention_days: int = Field(default=30, ge=0)  # older documents are deleted hourly; 0 keeps them
+    recall_log_retention_days: int = Field(default=30, ge=0, le=36_500)  # older documents are deleted hourly; 0 keeps them
 
     @field_validator(
         "search_recency_curve", "search_scoring_profile", "search_keyword_mode", "recall_recency_bias", "write_refresh",
@@ -215,7 +217,7 @@ class Settings(BaseSettings):
     # Session dedupe: what a session (sessionKey, agentId) was shown in its current context epoch is
     # kept this long after its last recall (the {INDEX_PREFIX}-recall-ledger index), at most
     # RECALL_LEDGER_MAX_ITEMS memories per session (the oldest are forgotten first).
-    recall_ledger_ttl_seconds: float = Field(default=7 * 86_400.0, gt=0)
+    recall_ledger_ttl_seconds: float = Field(default=7 * 86_400.0, gt=0, le=31536000)
     recall_ledger_max_items: int = Field(default=5_000, ge=1, le=50_000)
 
     @field_validator("recall_date_timezone")
@@ -247,7 +249,7 @@ class Settings(BaseSettings):
     search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)
     # engram profile: the date component, for queries that name a date ("in July 2023", "last week"),
     # met by the dates a memory was written on or speaks of (resolved at write time, service/clock/terms.py).
-    search_weight_date: float = Field(default=0.1, ge=0)
+    search_weight_date: float = Field(default=0.1, ge=0, le=10.0)
     # engram profile: a memory gains this share of the best score among its thread neighbours in the
     # candidate pool (the memory before it, those after it; scoring/neighbours.py). 0: off.
     search_thread_neighbour_weight: float = Field(default=0.2, ge=0, le=1)
@@ -255,7 +257,7 @@ class Settings(BaseSettings):
     # top N of every ranked recall: final += weight x its relevance in [0, 1]. Unset: no reranking.
     recall_rerank_model: str | None = None
     recall_rerank_top_n: int = Field(default=20, ge=1, le=200)
-    recall_rerank_weight: float = Field(default=1.0, ge=0)
+    recall_rerank_weight: float = Field(default=1.0, ge=0, le=10.0)
 
     @field_validator("consolidation_decay_importance_threshold", mode="before")
     @classmethod

@@ -19,6 +19,9 @@ CASES = [
     ({"SEARCH_SCORING_PROFILE": "best"}, "SEARCH_SCORING_PROFILE='best' is invalid: input should be 'engram' or 'automem'"),
     ({"LOG_FORMAT": "xml"}, "LOG_FORMAT='xml' is invalid: input should be 'text' or 'json'"),
     ({"METRICS_PORT": "-1"}, "METRICS_PORT='-1' is invalid: input should be greater than or equal to 0"),
+    ({"RECALL_MAX_LIMIT": "0"}, "RECALL_MAX_LIMIT='0' is invalid: input should be greater than or equal to 1"),
+    ({"RECALL_VECTOR_FETCH_CAP": "20000"}, "RECALL_VECTOR_FETCH_CAP='20000' is invalid: input should be less than or equal to 10000"),
+    ({"EMBEDDING_BATCH_SIZE": "0"}, "EMBEDDING_BATCH_SIZE='0' is invalid: input should be greater than or equal to 1"),
     ({"ENGRAM_NODE_NAME": "ok", "INDEX_SHARDS": "a", "RECALL_LOG_ENABLED": "maybe"},
      "INDEX_SHARDS='a' is invalid: input should be a valid integer, unable to parse string as an integer; "
      "RECALL_LOG_ENABLED='maybe' is invalid: input should be a valid boolean, unable to interpret input"),
@@ -106,3 +109,19 @@ def test_shown_url_hides_only_the_password():
     assert shown_url("https://admin:s3:cr@t@host:9200/x") == "https://admin:***@host:9200/x"
     assert shown_url("http://host:9200") == "http://host:9200"
     assert shown_url("http://user@host") == "http://user@host"
+
+
+def test_every_numeric_setting_is_bounded_both_ways():
+    """No numeric setting takes any value: each declares a lower and an upper bound (RECALL_MAX_LIMIT=0
+    or a 10**9 queue would otherwise start a service that fails every request, or the machine)."""
+    import annotated_types as at
+
+    unbounded = []
+    for name, field in Settings.model_fields.items():
+        if field.annotation in (int, float, int | None, float | None):
+            low = any(isinstance(m, (at.Ge, at.Gt)) for m in field.metadata)
+            high = any(isinstance(m, (at.Le, at.Lt)) for m in field.metadata)
+            if not (low and high):
+                unbounded.append(name)
+    assert unbounded == []
+
