@@ -26,7 +26,7 @@ from service.engine.local_node import EngineError
 from service.api.http_protocol import SERVER_OPTIONS
 from service.main import ConfigurationError, check_settings, create_app
 from service.observability.oplog import configure_logging
-from service.engine.probe import StartupError
+from service.storage.probe import StartupError
 
 log = logging.getLogger("engram")
 

@@ -28,7 +28,7 @@ from service.engine.local_node import local_node
 from service.api.observability import Observability, install as install_observability
 from service.observability.oplog import quiet_engine_log, redact_access_log
 from service.recall.pipeline import RecallService
-from service.engine.probe import probe_engine
+from service.storage.probe import probe_engine
 from service.storage.bootstrap import ensure_indices
 from service.storage.client import make_client
 from service.storage.edges import EdgeStore

@@ -26,7 +26,7 @@ from service.errors import Unauthorized
 from service.observability.metrics import Metrics
 from service.recall.log import RecallLog
 from service.observability.request_id import current_request_id, install_request_ids
-from service.engine.probe import StartupError
+from service.storage.probe import StartupError
 from service.api.error_docs import ERROR_RESPONSES
 
 log = logging.getLogger("engram.observability")

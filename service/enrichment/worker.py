@@ -30,6 +30,7 @@ from service.enrichment.extractor import Gazetteer, extract_entities, load_gazet
 from service.enrichment.jobs import Job, JobQueue
 from service.enrichment.stats import local_pipeline_status, EnrichmentStats
 from service.enrichment.pacing import pause_after
+from service.storage.bootstrap import add_field_mapping
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.filters.scripts import VECTOR_SCRIPT
@@ -111,10 +112,7 @@ class EnrichmentWorker:
 
     def _ensure_mapping(self) -> None:
         """Indices created before enrichment existed get its fields (an additive mapping change)."""
-        from service.storage.bootstrap import load_template
-
-        props = load_template("memories")["template"]["mappings"]["properties"]["enrichment"]
-        self.memories.client.indices.put_mapping(index=self.memories.alias, body={"properties": {"enrichment": props}})
+        add_field_mapping(self.memories.client, self.memories.alias, "memories", "enrichment")
 
     # --- queue ----------------------------------------------------------------------------------
     def enqueue(self, ids: Iterable[str], *, forced: bool = False, attempt: int = 0, requeue: bool = False) -> int:

@@ -37,6 +37,14 @@ def load_template(name: str) -> dict:
     return json.loads((TEMPLATE_DIR / f"{name}.json").read_text())
 
 
+def add_field_mapping(client, alias: str, template: str, field: str) -> None:
+    """An additive mapping change: the template's mapping of `field` put on the alias's indices, for
+    indices created before the field existed (the enrichment worker's fields, say)."""
+    props = load_template(template)["template"]["mappings"]["properties"][field]
+    with engine_errors(f"add the {field} mapping", write=True):
+        client.indices.put_mapping(index=alias, body={"properties": {field: props}})
+
+
 def render_template(name: str, settings: Settings, *, dimension: int | None = None, raw: dict | None = None) -> dict:
     """The template body for the engine: our bookkeeping keys removed, dimension, sizing and `_meta` filled in."""
     raw = raw or load_template(name)

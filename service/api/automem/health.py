@@ -17,6 +17,7 @@ from service.api.responses import SafeJSONResponse as JSONResponse  # never fail
 from service import __version__
 from service.api.errors import error_body
 from service.filters.clauses import count_query
+from service.storage.health import cluster_health
 from service.clock.timeparse import iso, utcnow
 
 router = APIRouter(tags=["health"])
@@ -29,12 +30,8 @@ _PROBE_THREADS = anyio.CapacityLimiter(4)
 def _probe(state) -> dict:
     settings = state.settings
     timeout = settings.health_timeout_seconds
-    cluster = state.client.cluster.health(request_timeout=timeout)
     query = count_query(settings.default_bank, settings.excluded_types)
-    return {
-        "cluster_status": cluster.get("status"), "cluster_name": cluster.get("cluster_name"),
-        "memory_count": state.memories.count(query), "edge_count": state.edges.count(),
-    }
+    return {**cluster_health(state.client, timeout), "memory_count": state.memories.count(query), "edge_count": state.edges.count()}
 
 
 async def _check(state) -> tuple[dict | None, str | None]:
