@@ -52,7 +52,7 @@ class EngramClient:
         except httpx.TimeoutException:
             raise ApiError(f"Engram at {self.endpoint} did not answer {method} {path} within {self.timeout:g} s") from None
         except (httpx.TransportError, UnicodeError) as exc:
-            raise ApiError(f"cannot reach Engram at {self.endpoint} ({type(exc).__name__}: {exc}); check AUTOMEM_ENDPOINT") from None
+            raise ApiError(f"cannot reach Engram at {self.endpoint} ({type(exc).__name__}: {exc}); check AUTOMEM_API_URL (or AUTOMEM_ENDPOINT)") from None
         try:
             data = resp.json()
         except ValueError:

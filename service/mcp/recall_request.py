@@ -76,6 +76,34 @@ def _scalar(name: str, value: Any) -> str:
     return str(value)
 
 
+# Limits the tool schema declares, which the arguments are clamped to as mcp-automem's client does
+# (the service clamps ranked pages again to RECALL_MAX_LIMIT): {name: (minimum, maximum)}.
+_CLAMPED = {"limit": (1, 200), "expansion_limit": (1, 500), "relation_limit": (1, 200), "per_query_limit": (1, 50), "offset": (0, None)}
+
+
+def lenient_arguments(args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """recall_memory's arguments as mcp-automem takes them, before the schema check: a list given as one
+    string is that one item, a number out of range is clamped (a fraction rounded down), an unknown
+    format is the default. Returns the arguments and a note for each change a caller should know of."""
+    out, notes = dict(args), []
+    for name in _LISTS:
+        if isinstance(out.get(name), str):
+            out[name] = [out[name]]
+    for name, (low, high) in _CLAMPED.items():
+        value = out.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # NaN: the schema says so
+            kept = max(low, int(value)) if high is None else min(high, max(low, int(value)))
+            if kept != value:
+                out[name] = kept
+                if kept != int(value):
+                    notes.append(f"{name} {value:g} is outside {low}..{high if high is not None else ''}: used {kept}")
+    fmt = out.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        out["format"] = "text"
+        notes.append(f"format {str(fmt)[:40]!r} is not one of {', '.join(FORMATS)}: used text")
+    return out, notes
+
+
 def plan_recall(args: dict[str, Any]) -> RecallRequest:
     """The one request this call makes. Raises ArgumentError for a call no mode accepts."""
     fmt = args.get("format") or "text"
@@ -112,12 +140,9 @@ def _plan_enumeration(args: dict[str, Any], fmt: str) -> RecallRequest:
 
 
 def _plan_ranked(args: dict[str, Any], fmt: str) -> RecallRequest:
-    if _given(args, "offset") and int(args["offset"]) > 0:
-        raise ArgumentError(
-            "offset > 0 needs exhaustive: true with tags (tag enumeration pages); ranked recall has no pages, "
-            "raise limit instead"
-        )
     params: list[tuple[str, str]] = []
+    if _given(args, "offset") and int(args["offset"]) > 0:
+        params.append(("offset", str(int(args["offset"]))))  # the ranked list, paged by the service
     for name in _STRINGS + _INTEGERS + _NUMBERS + _BOOLEANS:
         if _given(args, name) and not (name in _STRINGS and not str(args[name]).strip()):
             params.append((name, _scalar(name, args[name])))
@@ -165,21 +190,25 @@ def from_recall(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def from_by_tag(body: dict[str, Any]) -> dict[str, Any]:
-    """GET /memory/by-tag's body -> one enumeration page (not ranked: no scores)."""
-    results = [
-        {"id": m["id"], "match_type": "tag", "relations": [], "memory": memory_record(m["id"], m)}
-        for m in body.get("memories") or []
-    ]
+    """GET /memory/by-tag's body -> one enumeration page (not ranked: each a `direct` match)."""
+    results = [direct(m["id"], m) for m in body.get("memories") or []]
     out: dict[str, Any] = {"mode": "enumeration", "results": results, "count": body.get("count", len(results))}
     out.update({k: body[k] for k in ("has_more", "limit", "offset", "tags") if body.get(k) is not None})
     return out
 
 
-def from_memory(body: dict[str, Any]) -> dict[str, Any]:
-    """GET /memory/{id}'s body -> a one-record result."""
-    stored = body.get("memory") or {}
-    item = {"id": stored["id"], "relations": [], "memory": memory_record(stored["id"], stored)}
-    return {"mode": "id_fetch", "results": [item], "count": 1}
+def direct(memory_id: str, stored: dict[str, Any]) -> dict[str, Any]:
+    """A memory read by id or listed by tag, as a result: mcp-automem's `direct` match at score 1."""
+    return {"id": memory_id, "match_type": "direct", "final_score": 1, "score_components": {}, "relations": [],
+            "memory": memory_record(memory_id, stored)}
+
+
+def from_memory(body: dict[str, Any] | None) -> dict[str, Any]:
+    """GET /memory/{id}'s body -> a one-record result; None (a 404) -> no record, as mcp-automem answers."""
+    stored = (body or {}).get("memory")
+    if not stored:
+        return {"mode": "id_fetch", "results": [], "count": 0}
+    return {"mode": "id_fetch", "results": [direct(stored["id"], stored)], "count": 1}
 
 
 NORMALIZERS = {"id_fetch": from_memory, "enumeration": from_by_tag, "ranked": from_recall}

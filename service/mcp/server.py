@@ -22,18 +22,18 @@ from mcp.server import Server
 from service import __version__
 from service.mcp.budget import BudgetError, build_recall_response
 from service.mcp.client import ApiError, EngramClient
-from service.mcp.recall_request import NORMALIZERS, ArgumentError, plan_recall
+from service.mcp.recall_request import NORMALIZERS, ArgumentError, lenient_arguments, plan_recall
 from service.mcp.settings import McpSettings
 from service.mcp.tools import CONTENT_HARD_LIMIT, CONTENT_SOFT_LIMIT, INSTRUCTIONS, TOOLS, TOOLS_BY_NAME
 
 log = logging.getLogger("engram.mcp")
 
 SINGLE_FIELDS = (
-    "content", "tags", "importance", "embedding", "metadata", "timestamp", "type", "confidence", "t_valid",
+    "id", "content", "tags", "importance", "embedding", "metadata", "timestamp", "type", "confidence", "t_valid",
     "t_invalid", "updated_at", "last_accessed",
 )
 BATCH_FIELDS = ("content", "tags", "importance", "timestamp", "type", "confidence", "metadata")
-BATCH_REFUSED = ("embedding", "t_valid", "t_invalid")
+BATCH_REFUSED = ("id", "embedding", "t_valid", "t_invalid")
 UPDATE_FIELDS = tuple(name for name in TOOLS_BY_NAME["update_memory"].input_schema["properties"] if name != "memory_id")
 PAIR_FIELDS = ("memory1_id", "memory2_id", "type", "strength")
 PROPERTY_FIELDS = ("context", "reason", "pattern_type", "confidence", "resolution", "observations", "timestamp", "transformation", "role")
@@ -127,7 +127,12 @@ async def _store_batch(client: EngramClient, batch: list[dict[str, Any]]) -> Rep
 
 async def recall_memory(client: EngramClient, args: dict[str, Any], settings: McpSettings) -> Reply:
     plan = plan_recall(args)
-    body = await client.get(plan.path, list(plan.params))
+    try:
+        body = await client.get(plan.path, list(plan.params))
+    except ApiError as exc:
+        if plan.mode != "id_fetch" or exc.status != 404:
+            raise
+        body = None  # a missing id is no memory found, not a failed call (mcp-automem)
     response = build_recall_response(NORMALIZERS[plan.mode](body), plan.format, settings.token_budget)
     return Reply(response.texts, response.structured)
 
@@ -221,11 +226,12 @@ async def run_tool(client: EngramClient, settings: McpSettings, name: str, args:
     """One tool call, every failure turned into an error reply."""
     if name not in HANDLERS:
         return Reply((f"Error: Unknown tool: {name}; the tools are {', '.join(HANDLERS)}",), error=True)
+    args, notes = LENIENT[name](args) if name in LENIENT else (args, [])
     problems = schema_errors(name, args)
     if problems:
         return Reply((f"Error: invalid arguments for {name}: " + "; ".join(problems),), error=True)
     try:
-        return await HANDLERS[name](client, args, settings)
+        return with_notes(await HANDLERS[name](client, args, settings), notes)
     except (ToolError, ArgumentError, BudgetError) as exc:
         return Reply((f"Error: {exc}",), error=True)
     except ApiError as exc:
@@ -233,6 +239,24 @@ async def run_tool(client: EngramClient, settings: McpSettings, name: str, args:
     except Exception as exc:  # noqa: BLE001 - a tool answers with an error, it never drops the session
         log.exception("%s failed", name)
         return Reply((f"Error: {type(exc).__name__}: {exc}",), error=True)
+
+
+def one_tag_string(args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`tags` given as one string is that one tag (mcp-automem)."""
+    return ({**args, "tags": [args["tags"]]} if isinstance(args.get("tags"), str) else args), []
+
+
+LENIENT: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]] = {
+    "recall_memory": lenient_arguments, "store_memory": one_tag_string, "update_memory": one_tag_string, "delete_memory": one_tag_string,
+}
+
+
+def with_notes(reply: Reply, notes: list[str]) -> Reply:
+    """The reply, with what was changed in the arguments told in its text and as structured `warnings`."""
+    if not notes or reply.error:
+        return reply
+    structured = {**(reply.structured or {}), "warnings": [*((reply.structured or {}).get("warnings") or []), *notes]}
+    return Reply((*reply.texts, "Note: " + "; ".join(notes)), structured)
 
 
 def to_result(reply: Reply) -> types.CallToolResult:

@@ -1,6 +1,7 @@
 """The MCP server's settings: environment variables named as mcp-automem's, so configs carry over.
 
-    AUTOMEM_ENDPOINT             the Engram service (default http://127.0.0.1:8001, `make run`'s address)
+    AUTOMEM_API_URL              the Engram service (default http://127.0.0.1:8001, `make run`'s address);
+                                 AUTOMEM_ENDPOINT, its name before mcp-automem 0.15, when unset
     AUTOMEM_API_KEY              its API token; AUTOMEM_API_TOKEN (the service's own variable) when unset
     AUTOMEM_RECALL_TOKEN_BUDGET  recall_memory's response budget in estimated tokens (default 18,000)
 """
@@ -17,7 +18,8 @@ DEFAULT_ENDPOINT = "http://127.0.0.1:8001"
 class McpSettings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", env_file=None)
 
-    automem_endpoint: str = DEFAULT_ENDPOINT
+    automem_api_url: str | None = None
+    automem_endpoint: str | None = None
     automem_api_key: str | None = None
     automem_api_token: str | None = None
     # Kept as text and parsed like mcp-automem does: anything but a positive whole number is the default.
@@ -25,7 +27,10 @@ class McpSettings(BaseSettings):
 
     @property
     def endpoint(self) -> str:
-        return (self.automem_endpoint or DEFAULT_ENDPOINT).strip().rstrip("/")
+        for value in (self.automem_api_url, self.automem_endpoint):  # the new name first
+            if value and value.strip():
+                return value.strip().rstrip("/")
+        return DEFAULT_ENDPOINT
 
     @property
     def api_key(self) -> str | None:

@@ -55,9 +55,10 @@ BATCH_ITEM = _object({
 
 STORE_INPUT = _object({
     "content": _described(STRING, "Single mode (XOR with `memories`): the memory. Be specific: context, reasoning, outcome."),
+    "id": _described(STRING, "Single mode only. A client-chosen id (URL-safe, up to 128 characters): storing it again updates that memory."),
     "memories": {"type": "array", "maxItems": BATCH_MAX, "items": BATCH_ITEM, "description":
                  "Batch mode (XOR with `content`): up to 500 memories in one request. Items take content, tags, "
-                 "importance, timestamp, type, confidence, metadata (no embedding, t_valid or t_invalid)."},
+                 "importance, timestamp, type, confidence, metadata (no id, embedding, t_valid or t_invalid)."},
     "tags": _described(STRINGS, 'Single mode. Tags, e.g. ["project-name", "bug-fix"]; ":" or "/" nest them.'),
     "importance": _described(UNIT, "Single mode. 0.9+ critical decisions, 0.7-0.9 patterns and bugs, 0.5-0.7 notes."),
     "embedding": _described(NUMBERS, "Single mode only. A precomputed vector (the service embeds the content otherwise)."),
@@ -141,7 +142,7 @@ RECALL_INPUT = _object({
                "text (numbered list), items (one block per memory), detailed (adds type, confidence, metadata keys, relation "
                "stubs), json (every field, whole content). text/items/detailed show 400-character previews; the whole "
                "response stays under the token budget (AUTOMEM_RECALL_TOKEN_BUDGET) in every format."},
-    "offset": {"type": "integer", "minimum": 0, "description": "Enumeration mode only: records to skip (next_offset of the previous page)."},
+    "offset": {"type": "integer", "minimum": 0, "description": "Records to skip: enumeration pages (next_offset of the previous page) and ranked pages alike."},
 })
 _RESULT_ITEM = _object({
     "memory_id": STRING, "summary": STRING, "content": STRING,
@@ -170,7 +171,7 @@ RECALL_DESCRIPTION = """Recall memories in one of three modes, chosen by the par
 
 1. ID fetch: `memory_id` returns that memory whole (never truncated); everything else is ignored.
 2. Tag enumeration: `tags` + `exhaustive: true` lists every memory carrying any of the tags (exact match), paged with `limit` (<= 200) and `offset`; the answer has `has_more` and `next_offset`. For audits and cleanups, where ranked recall would undercount. Only tags, limit, offset, tag_mode "any", tag_match "exact" and format are accepted.
-3. Ranked (default): hybrid search over vectors, keywords, tags, recency and, optionally, the graph. Current memories only unless state_mode "history". No offset: raise limit instead.
+3. Ranked (default): hybrid search over vectors, keywords, tags, recency and, optionally, the graph. Current memories only unless state_mode "history". `offset` pages the ranked list (the same ranking, then the slice).
 
 Examples:
 - recall_memory({ query: "database architecture decisions", tags: ["my-project"], limit: 5 })

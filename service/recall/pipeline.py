@@ -143,6 +143,11 @@ class RecallService:
             return self.for_bank(req.bank).recall(req, now, defer)
         started, timings = time.perf_counter(), Timings()
         req = self.resolve_tags(req)
+        # A page past the first is the same ranking of offset + limit results, sliced (AutoMem's clients
+        # send offset): the stages below see the whole window.
+        offset, asked = req.offset, req
+        if offset:
+            req = replace(req, limit=req.limit + offset, offset=0)
         profile = context_profile(req)
         queries = query_list(req)
         per_query = (req.per_query_limit or req.limit) if len(queries) > 1 else req.limit
@@ -157,7 +162,7 @@ class RecallService:
         timings.lap("rank")
         if req.prefer_observations:
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = ordered[: req.limit]
+        page = ordered[offset : req.limit]
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -180,7 +185,7 @@ class RecallService:
             gated_low_evidence=sum(1 for s in page if s.components.get("relevance_gated")),
             recency_applied=recency and bool(merged), state_filter=state_filter, graph=expansion.response,
         )
-        body = shaping.response_body(req, queries, results, diagnostics, profile)
+        body = shaping.response_body(asked, queries, results, diagnostics, profile)
         if req.suppress_ids:
             body["suppressed"] = suppressed
         body["timings"] = timings.stages

@@ -23,6 +23,7 @@ class RecallRequest:
     queries: list[str] = field(default_factory=list)
     embedding: list[float] | None = None
     limit: int = 5
+    offset: int = 0  # results of the ranked list skipped before the page (its first `offset` + `limit` are ranked)
     per_query_limit: int | None = None
     sort: Sort = "score"
     sort_given: bool = False
@@ -110,6 +111,10 @@ class RecallRequest:
         base.update({k: v for k, v in values.items() if v is not None})
         req = cls(**base)
         req.limit = min(req.limit, settings.recall_max_limit)
+        if req.offset + req.limit > settings.recall_max_limit:
+            req.warnings = [*req.warnings, f"offset {req.offset} + limit {req.limit} passes RECALL_MAX_LIMIT ({settings.recall_max_limit}): the ranked list ends there"]
+            req.offset = min(req.offset, settings.recall_max_limit)
+            req.limit = settings.recall_max_limit - req.offset
         if req.per_query_limit:
             req.per_query_limit = min(req.per_query_limit, settings.recall_max_limit)
         return req

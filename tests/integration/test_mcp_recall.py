@@ -42,11 +42,15 @@ def test_id_fetch_returns_the_whole_record_in_every_format(engram):
         assert record["memory_id"] == mid and record["content"] == content and "content_truncated" not in record
         assert record["metadata"] == {"k": "v"} and record["t_valid"].startswith("2025-01-01T00:00:00")
         assert record["archived"] is False
-    assert text(out["text"]).startswith(f"Found 1 memories:\n\n1. {content} [id-fetch] (importance: 0.5)\n   ID: {mid}\n   Created: ")
+    assert text(out["text"]).startswith(f"Found 1 memories:\n\n1. {content} [id-fetch] (importance: 0.5) score=1.000 [direct]\n   ID: {mid}\n   Created: ")
     assert text(out["items"]) == f"[{mid}] {content}"
     assert text(out["detailed"]).startswith(f"Found 1 memories:\n\n{content}\n  ID: {mid}\n  Type: ")
     assert json.loads(out["json"].content[0].text) == out["json"].structured_content
-    error(out["missing"], "Memory no-such-memory not found (HTTP 404)")
+    # A missing id is no memory found, not a tool error (mcp-automem), and records read by id carry a
+    # `direct` match at score 1.
+    missing = ok(out["missing"])
+    assert text(missing) == "No memories found matching your query." and missing.structured_content["count"] == 0
+    assert (structured["results"][0]["final_score"], structured["results"][0]["match_type"]) == (1, "direct")
 
 
 # --- recall_memory: enumeration -------------------------------------------------------------------------------
@@ -71,7 +75,7 @@ def test_enumeration_is_cut_by_the_budget_and_pages_through_every_record(engram,
     assert [r["memory_id"] for r in s["results"]] == bulk[:kept]
     record = s["results"][0]
     assert record["content_truncated"] is True and len(record["content"]) == 401 and record["content_chars"] > 1500
-    assert record["tags"] == ["bulk", "bulk:2"] and "final_score" not in record and record["match_type"] == "tag"
+    assert record["tags"] == ["bulk", "bulk:2"] and record["final_score"] == 1 and record["match_type"] == "direct"
     body = text(first)
     assert body.startswith(f"Found {BULK} memories (showing {kept}) (enumeration page: offset 0, limit {kept} — more pages available, "
                            f"next offset {kept}):\n\n1. Bulk memory 149 about the release train")
@@ -109,7 +113,7 @@ def test_enumeration_formats(engram, bulk):
     assert json.loads(out["json"].content[0].text) == out["json"].structured_content
 
 
-def test_enumeration_rejects_ranked_parameters_and_ranked_rejects_offset(engram):
+def test_enumeration_rejects_ranked_parameters_and_arguments_are_taken_leniently(engram, bulk):
     from service.mcp.recall_request import RANKED_ONLY
     from tests.unit.test_mcp_recall_request import SAMPLE
 
@@ -119,8 +123,11 @@ def test_enumeration_rejects_ranked_parameters_and_ranked_rejects_offset(engram)
         out["tag_mode"] = await session.call_tool("recall_memory", {"tags": ["bulk"], "exhaustive": True, "tag_mode": "all"})
         out["tag_match"] = await session.call_tool("recall_memory", {"tags": ["bulk"], "exhaustive": True, "tag_match": "prefix"})
         out["no_tags"] = await session.call_tool("recall_memory", {"exhaustive": True, "limit": 5})
-        out["offset"] = await session.call_tool("recall_memory", {"query": "release train", "offset": 5})
-        out["schema"] = await session.call_tool("recall_memory", {"query": "x", "limit": 500})
+        out["whole"] = await session.call_tool("recall_memory", {"query": "release train", "limit": 8, "format": "json"})
+        out["offset"] = await session.call_tool("recall_memory", {"query": "release train", "limit": 3, "offset": 5, "format": "json"})
+        out["clamped"] = await session.call_tool("recall_memory", {"query": "x", "limit": 500})
+        out["format"] = await session.call_tool("recall_memory", {"query": "x", "limit": 1, "format": "xml"})
+        out["one_tag"] = await session.call_tool("recall_memory", {"tags": "bulk", "exhaustive": True, "limit": 1})
         return out
 
     out = with_mcp(engram, scenario)
@@ -129,8 +136,13 @@ def test_enumeration_rejects_ranked_parameters_and_ranked_rejects_offset(engram)
     error(out["tag_mode"], 'does not accept tag_mode: "all"')
     error(out["tag_match"], 'does not accept tag_match: "prefix"')
     error(out["no_tags"], "exhaustive: true needs a non-empty tags list")
-    error(out["offset"], "offset > 0 needs exhaustive: true", "raise limit instead")
-    error(out["schema"], "invalid arguments for recall_memory: limit: 500 is greater than the maximum of 200")
+    # Ranked recall pages with offset: the same ranking, then the slice.
+    ranked = [r["memory_id"] for r in ok(out["whole"]).structured_content["results"]]
+    assert [r["memory_id"] for r in ok(out["offset"]).structured_content["results"]] == ranked[5:8]
+    assert ok(out["clamped"]).structured_content["warnings"] == ["limit 500 is outside 1..200: used 200"]
+    assert "Note: limit 500 is outside 1..200: used 200" in text(out["clamped"])
+    assert ok(out["format"]).structured_content["warnings"] == ["format 'xml' is not one of text, items, detailed, json: used text"]
+    assert ok(out["one_tag"]).structured_content["count"] == 1  # tags as one string is that one tag
 
 
 # --- recall_memory: ranked ------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_token_errors_and_the_service_token_fallback(engram):
     fallback = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY=None, AUTOMEM_API_TOKEN=TOKEN)
     ok(fallback)
     unreachable = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_ENDPOINT="http://127.0.0.1:9")
-    error(unreachable, "cannot reach Engram at http://127.0.0.1:9", "check AUTOMEM_ENDPOINT")
+    error(unreachable, "cannot reach Engram at http://127.0.0.1:9", "check AUTOMEM_API_URL")
 
 
 # --- store_memory -------------------------------------------------------------------------------------------
@@ -312,3 +312,19 @@ def test_hostile_lines_get_errors_and_the_server_survives_them(engram):
     assert answers[7]["result"]["structuredContent"]["status"] == "healthy"
     with engram.http() as http:  # nothing half-written from the lines that could not be read
         assert http.get("/memory/by-tag", params={"tags": "hostile"}).json()["count"] == 0
+
+
+def test_store_memory_forwards_a_callers_id(engram):
+    """mcp-automem's store_memory schema has `id` and forwards it: the memory is then fetched by it."""
+    mid = "bdb22724-0000-4000-8000-000000000001"
+
+    async def scenario(session):
+        stored = await session.call_tool("store_memory", {"content": "Stored under the caller's own id.", "id": mid})
+        fetched = await session.call_tool("recall_memory", {"memory_id": mid})
+        batch = await session.call_tool("store_memory", {"memories": [{"content": "x", "id": "no-ids-in-batches"}]})
+        return stored, fetched, batch
+
+    stored, fetched, batch = with_mcp(engram, scenario)
+    assert ok(stored).structured_content["memory_id"] == mid
+    assert ok(fetched).structured_content["results"][0]["memory_id"] == mid
+    error(batch, "batch mode does not take memories[0].id")

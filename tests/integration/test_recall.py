@@ -118,9 +118,18 @@ def test_limit_default_clamp_and_offset(make_client):
     api.post("/memory/batch", json={"memories": [{"content": f"item {i}"} for i in range(12)]})
     assert recall(api)["count"] == 5
     assert recall(api, limit=500)["count"] == 7
-    for bad in ({"offset": 1}, {"limit": 0}, {"limit": -3}, {"limit": "ten"}):
+    for bad in ({"limit": 0}, {"limit": -3}, {"limit": "ten"}):
         resp = api.get("/recall", params=bad)
         assert resp.status_code == 400 and resp.json()["status"] == "error", bad
+    # offset pages the ranked list (issue 25: AutoMem ignores it, mcp-automem forwards it): the same
+    # ranking, then the slice; never a 400.
+    whole = ids(recall(api, query="item", limit=7))
+    assert ids(recall(api, query="item", limit=3, offset=2)) == whole[2:5]
+    past = recall(api, query="item", limit=3, offset=6)
+    assert ids(past) == whole[6:7] and any("RECALL_MAX_LIMIT" in w for w in past["warnings"])
+    for odd in ("-1", "two", "1.5"):
+        body = recall(api, query="item", limit=2, offset=odd)
+        assert ids(body) == whole[:2] and any("offset" in w for w in body["warnings"]), odd
 
 
 @pytest.mark.parametrize(

@@ -89,14 +89,32 @@ def test_enumeration_needs_tags(tags):
         plan_recall({"exhaustive": True, "tags": tags})
 
 
-def test_ranked_recall_rejects_an_offset():
-    with pytest.raises(ArgumentError, match="raise limit instead"):
-        plan_recall({"query": "x", "offset": 5})
+def test_ranked_recall_pages_with_an_offset():
+    # The service pages the ranked list (the same ranking, then the slice); mcp-automem forwards offset.
+    assert plan_recall({"query": "x", "offset": 5}) == RecallRequest("ranked", "/recall", (("offset", "5"), ("query", "x")))
 
 
-def test_unknown_format_is_rejected():
+def test_unknown_format_is_rejected_by_the_planner():
     with pytest.raises(ArgumentError, match="format must be one of text, items, detailed, json"):
         plan_recall({"query": "x", "format": "xml"})
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "notes"),
+    [
+        ({"query": "x", "limit": 500}, {"query": "x", "limit": 200}, ["limit 500 is outside 1..200: used 200"]),
+        ({"query": "x", "limit": 0}, {"query": "x", "limit": 1}, ["limit 0 is outside 1..200: used 1"]),
+        ({"query": "x", "limit": 7.9}, {"query": "x", "limit": 7}, []),  # a fraction rounded down, as an integer
+        ({"query": "x", "offset": -3}, {"query": "x", "offset": 0}, ["offset -3 is outside 0..: used 0"]),
+        ({"tags": "project-a", "context_tags": "x"}, {"tags": ["project-a"], "context_tags": ["x"]}, []),
+        ({"query": "x", "format": "xml"}, {"query": "x", "format": "text"}, ["format 'xml' is not one of text, items, detailed, json: used text"]),
+        ({"query": "x", "limit": 5, "format": "json"}, {"query": "x", "limit": 5, "format": "json"}, []),
+    ],
+)
+def test_arguments_are_taken_as_mcp_automem_takes_them(args, expected, notes):
+    from service.mcp.recall_request import lenient_arguments
+
+    assert lenient_arguments(args) == (expected, notes)
 
 
 def test_recall_body_is_normalized_with_memory_id_and_created_at():
@@ -121,7 +139,10 @@ def test_by_tag_and_memory_bodies_are_normalized():
     page = from_by_tag({"status": "success", "tags": ["b"], "count": 1, "limit": 1, "offset": 3, "has_more": True,
                         "memories": [{"id": "m-9", "content": "c", "tags": ["b"], "importance": 0.5, "timestamp": "t"}]})
     assert page == {"mode": "enumeration", "count": 1, "has_more": True, "limit": 1, "offset": 3, "tags": ["b"],
-                    "results": [{"id": "m-9", "match_type": "tag", "relations": [], "memory": page["results"][0]["memory"]}]}
+                    "results": [{"id": "m-9", "match_type": "direct", "final_score": 1, "score_components": {}, "relations": [],
+                                 "memory": page["results"][0]["memory"]}]}
     assert page["results"][0]["memory"]["memory_id"] == "m-9"
     one = from_memory({"status": "success", "memory": {"id": "m-3", "content": "full", "t_invalid": "2026-01-01T00:00:00Z"}})
     assert one["mode"] == "id_fetch" and one["count"] == 1 and one["results"][0]["memory"]["t_invalid"] == "2026-01-01T00:00:00Z"
+    assert (one["results"][0]["final_score"], one["results"][0]["match_type"]) == (1, "direct")
+    assert from_memory(None) == {"mode": "id_fetch", "results": [], "count": 0}  # a 404: no memories found

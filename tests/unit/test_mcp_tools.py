@@ -100,3 +100,23 @@ def test_formatting_and_routing_are_pure():
     result = subprocess.run([sys.executable, "-c", PROBE], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     roots = set(result.stdout.split())
     assert roots.isdisjoint({"httpx", "mcp", "mcp_types", "opensearchpy", "fastapi", "pydantic", "anyio"}), sorted(roots)
+
+
+@pytest.mark.parametrize(
+    ("env", "endpoint"),
+    [
+        ({}, "http://127.0.0.1:8001"),
+        ({"AUTOMEM_ENDPOINT": "http://old:1/"}, "http://old:1"),
+        ({"AUTOMEM_API_URL": "http://new:2"}, "http://new:2"),  # mcp-automem 0.15's name
+        ({"AUTOMEM_API_URL": "http://new:2", "AUTOMEM_ENDPOINT": "http://old:1"}, "http://new:2"),  # the new one first
+        ({"AUTOMEM_API_URL": " ", "AUTOMEM_ENDPOINT": "http://old:1"}, "http://old:1"),
+    ],
+)
+def test_the_endpoint_reads_both_names(monkeypatch, env, endpoint):
+    from service.mcp.settings import McpSettings
+
+    for name in ("AUTOMEM_API_URL", "AUTOMEM_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert McpSettings().endpoint == endpoint

@@ -49,7 +49,8 @@ class RecallQuery(QueryModel):
     queries: list[str] = Field(default_factory=list, max_length=MAX_QUERIES, description="Several queries at once; results merged and deduplicated")
     embedding: list[float] = Field(default_factory=list, description="A precomputed query vector (comma-separated; its size must equal the model's)")
     limit: int = Field(5, ge=1, description="Results to return; above RECALL_MAX_LIMIT (100) it is clamped, not refused")
-    offset: int = Field(0, ge=0, description="Only 0: ranked recall has no pages (raise `limit`, or use GET /memory/by-tag)")
+    offset: str | None = Field(None, description="Results of the ranked list to skip: the same ranking, then the page (offset + limit at most RECALL_MAX_LIMIT); "
+                               "anything but a whole number >= 0 is ignored with a warning, as AutoMem ignores it")
     per_query_limit: int | None = Field(None, ge=1, le=50, description="Results per query when `queries` holds several (default: `limit`)")
     sort: Sort | None = Field(
         None, description="Order (alias `order_by`): score, or by updated_at/timestamp; default score, time_desc for a time window without a query"
@@ -94,12 +95,14 @@ class RecallQuery(QueryModel):
     def _strip(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
 
-    @field_validator("offset")
-    @classmethod
-    def _no_pages(cls, value: int) -> int:
-        if value > 0:
-            raise ValueError("offset > 0 is not supported by ranked recall: raise limit instead (or use GET /memory/by-tag)")
-        return value
+    def page_offset(self) -> tuple[int, list[str]]:
+        """`offset` as a whole number >= 0; anything else is ignored, with a warning."""
+        raw = (self.offset or "").strip()
+        if not raw:
+            return 0, []
+        if raw.isdigit() and int(raw) <= 1_000_000:
+            return int(raw), []
+        return 0, [f"offset {raw[:40]!r} is not a whole number >= 0: ignored"]
 
     def to_request(self, settings, *, dimension: int, now: datetime, bank: str | None = None) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
@@ -121,11 +124,12 @@ class RecallQuery(QueryModel):
             except ValueError as exc:
                 raise BadRequest(f"Invalid as_of: {exc}") from None
         state_mode = self.state_mode if self.current_only is None else ("current" if self.current_only else "history")
+        offset, offset_warnings = self.page_offset()
         return RecallRequest.from_settings(
             settings, bank=bank,
             query=query, queries=list(self.queries),
             embedding=check_vector(self.embedding, dimension, "Invalid embedding:") if self.embedding else None,
-            limit=self.limit, per_query_limit=self.per_query_limit,
+            limit=self.limit, offset=offset, per_query_limit=self.per_query_limit,
             sort=self.sort or "score", sort_given=self.sort is not None,
             tags=list(self.tags), exclude_tags=list(self.exclude_tags), tag_mode=self.tag_mode, tag_match=self.tag_match,
             window=window, context=self.context, language=self.language, active_path=self.active_path,
@@ -136,7 +140,7 @@ class RecallQuery(QueryModel):
             expand_respect_tags=self.expand_respect_tags, state_mode=state_mode, state_debug=self.state_debug, as_of=as_of,
             recency_bias=self.recency_bias, scope_fallback=self.scope_fallback, min_score=self.min_score,
             adaptive_floor=self.adaptive_floor, auto_decompose=self.auto_decompose, scoring_profile=self.scoring_profile,
-            warnings=self.warnings,
+            warnings=self.warnings + offset_warnings,
         )
 
 
