@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -45,12 +46,14 @@ class Transport:
         self._sync: httpx.Client | None = None
         self._async: httpx.AsyncClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()  # LangGraph runs sync nodes of one step in threads
 
     # --- clients ----------------------------------------------------------------------------------
     def _client(self) -> httpx.Client:
-        if self._sync is None:
-            self._sync = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
-        return self._sync
+        with self._lock:
+            if self._sync is None:
+                self._sync = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
+            return self._sync
 
     def _aclient(self) -> httpx.AsyncClient:
         # An AsyncClient belongs to the loop it first ran on: a store used from another loop (a new
@@ -62,9 +65,10 @@ class Transport:
         return self._async
 
     def close(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
+        with self._lock:
+            if self._sync is not None:
+                self._sync.close()
+                self._sync = None
 
     async def aclose(self) -> None:
         if self._async is not None and self._async_loop is asyncio.get_running_loop():
