@@ -167,6 +167,8 @@ def list_namespaces(op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
     for condition in conditions:
         if condition.match_type not in ("prefix", "suffix"):
             raise ValueError(f"unsupported match type {condition.match_type!r}")
+    if op.limit < 0 or op.offset < 0:
+        raise ValueError(f"limit and offset must be >= 0 (got limit={op.limit}, offset={op.offset})")
     if op.max_depth is not None and op.max_depth < 1:
         raise ValueError(f"max_depth must be >= 1 or None (got {op.max_depth})")
     now = C.now_utc()
