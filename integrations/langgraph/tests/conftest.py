@@ -4,7 +4,8 @@
                         it must see every bank: each test writes into a bank of its own and empties it);
   otherwise             an in-process service (this repository's service.main.create_app on a real
                         uvicorn server) with its own INDEX_PREFIX, on the engine of ENGRAM_TEST_OPENSEARCH_URL
-                        or the local node "test" (started if needed, stopped afterwards if this started it),
+                        (or testcontainers' OpenSearch with ENGRAM_TEST_ENGINE=docker) or the local node "test"
+                        (started if needed, stopped afterwards if this started it),
                         as the repository's own suite does. This is how `make test` runs it.
 """
 
@@ -59,8 +60,14 @@ def _in_process() -> Iterator[tuple[str, str]]:
                     "set ENGRAM_URL (and a token) to test against a running service")
     from opensearchpy import OpenSearch
 
-    node = None
+    node = container = None
     engine = os.environ.get("ENGRAM_TEST_OPENSEARCH_URL")
+    if not engine and os.environ.get("ENGRAM_TEST_ENGINE") == "docker":  # as tests/conftest.py
+        from testcontainers.opensearch import OpenSearchContainer
+
+        container = OpenSearchContainer("opensearchproject/opensearch:2.19.1", security_enabled=False).start()
+        cfg = container.get_config()
+        engine = f"http://{cfg['host']}:{cfg['port']}"
     if not engine:
         from service.localnode import LocalNode
 
@@ -80,6 +87,8 @@ def _in_process() -> Iterator[tuple[str, str]]:
         client.close()
         if node is not None and not was_running and not os.environ.get("ENGRAM_TEST_KEEP_ENGINE"):
             node.stop()
+        if container is not None:
+            container.stop()
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from langgraph.store.engram.errors import (
 
 T = TypeVar("T")
 Plan = Generator["Call | list[Call]", Any, T]
+# Seconds of read timeout a written memory adds (embedding on a loaded 2-core machine is ~10-50 ms).
+PER_ITEM_SECONDS = 0.2
 # Concurrent calls of one async step (TTL refreshes): enough to overlap round trips, few enough not to
 # queue up in the service's worker threads.
 ASYNC_FANOUT = 8
@@ -34,6 +36,7 @@ class Call:
     params: list[tuple[str, Any]] = field(default_factory=list)
     body: Any = None
     allow_404: bool = False
+    items: int = 0  # memories the call writes: each is embedded before the answer, so it earns time
 
 
 class Transport:
@@ -104,16 +107,24 @@ class Transport:
         except StopIteration as stop:
             return stop.value
 
+    def _timeout(self, call: Call) -> httpx.Timeout:
+        if not call.items:
+            return self.timeout
+        read = (self.timeout.read or 0) + PER_ITEM_SECONDS * call.items
+        return httpx.Timeout(self.timeout.connect, read=read, write=self.timeout.write, pool=self.timeout.pool)
+
     def _send(self, call: Call) -> Any:
         try:
-            response = self._client().request(call.method, call.path, params=call.params or None, json=call.body)
+            response = self._client().request(call.method, call.path, params=call.params or None, json=call.body,
+                                              timeout=self._timeout(call))
         except httpx.HTTPError as exc:
             raise self._transport_error(call, exc) from exc
         return self._decode(call, response)
 
     async def _asend(self, call: Call) -> Any:
         try:
-            response = await self._aclient().request(call.method, call.path, params=call.params or None, json=call.body)
+            response = await self._aclient().request(call.method, call.path, params=call.params or None, json=call.body,
+                                                     timeout=self._timeout(call))
         except httpx.HTTPError as exc:
             raise self._transport_error(call, exc) from exc
         return self._decode(call, response)

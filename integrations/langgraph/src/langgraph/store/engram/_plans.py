@@ -215,7 +215,7 @@ def put_items(ops: Sequence[PutOp], *, bank: str | None, fields: list[str] | Non
             edges.append({"memory1_id": copy["id"], "memory2_id": memory_id, "type": "EVOLVED_INTO", "strength": 1.0})
     for what, items in (("store history", history), ("store items", docs)):
         for chunk in _chunks(items, BATCH):
-            _check_batch((yield Call("POST", "/memory/batch", body={"memories": list(chunk)})), what)
+            _check_batch((yield Call("POST", "/memory/batch", body={"memories": list(chunk)}, items=len(chunk))), what)
     for chunk in _chunks(edges, BATCH):
         _check_batch((yield Call("POST", "/associate", body={"associations": list(chunk)})), "link history")
 
