@@ -32,7 +32,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(SRC))
 
-from langgraph.store.engram import EngramStore, token_from_env  # noqa: E402
+from langgraph.store.engram import EngramStore, token_from_env
 
 
 @pytest.fixture(scope="session")

@@ -296,7 +296,7 @@ def test_invalid_namespaces_and_values(store):
     with pytest.raises(TypeError, match="JSON"):
         store.put(("v",), "k", {"x": object()})
     with pytest.raises(ValueError, match="too long"):
-        store.put(tuple("label-%d-" % i + "x" * 30 for i in range(8)), "k", {})
+        store.put(tuple(f"label-{i}-" + "x" * 30 for i in range(8)), "k", {})
     # The service's own limits come back as clear errors (metadata is at most 64 KiB by default).
     with pytest.raises(EngramRequestError, match="metadata"):
         store.put(("v",), "big", {"blob": "x" * 70_000})

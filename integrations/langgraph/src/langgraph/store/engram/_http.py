@@ -90,16 +90,16 @@ class Transport:
             return stop.value
 
     async def arun(self, plan: Plan[T]) -> T:
+        gate = asyncio.Semaphore(ASYNC_FANOUT)
+
+        async def gated(call: Call) -> Any:
+            async with gate:
+                return await self._asend(call)
+
         try:
             step = next(plan)
             while True:
                 if isinstance(step, list):
-                    gate = asyncio.Semaphore(ASYNC_FANOUT)
-
-                    async def gated(call: Call) -> Any:
-                        async with gate:
-                            return await self._asend(call)
-
                     answer: Any = list(await asyncio.gather(*(gated(c) for c in step)))
                 else:
                     answer = await self._asend(step)

@@ -46,7 +46,7 @@ def _check_batch(body: dict, what: str) -> None:
     failed = body.get("failed") or []
     if failed:
         reasons = "; ".join(f"{f.get('id') or f.get('index')}: {f.get('reason') or f.get('error')}" for f in failed[:5])
-        raise EngramServiceError(f"{what}: {len(failed)} item(s) failed ({reasons}); the items before them were written")
+        raise EngramServiceError(f"{what}: {len(failed)} item(s) failed ({reasons}); the others were written, and retrying is safe")
 
 
 # --- scanning -------------------------------------------------------------------------------------
@@ -173,6 +173,7 @@ def list_namespaces(op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
         raise ValueError(f"max_depth must be >= 1 or None (got {op.max_depth})")
     now = C.now_utc()
     seen: set[tuple[str, ...]] = set()
+
     def take(memories: list[dict]) -> bool:
         for memory in memories:
             ident = _head_of(memory)
@@ -227,6 +228,7 @@ def put_items(ops: Sequence[PutOp], *, bank: str | None, fields: list[str] | Non
 def history(namespace: tuple[str, ...], key: str) -> Plan[list[Item]]:
     """Earlier values of an item, oldest first (the current one is `get`'s)."""
     versions = []
+
     def take(memories: list[dict]) -> bool:
         for memory in memories:
             meta = C.item_meta(memory, kind="history")
@@ -247,6 +249,7 @@ def sweep(prefix: tuple[str, ...] = ()) -> Plan[int]:
     """Delete the expired items under `prefix` with their history; returns how many items."""
     now = C.now_utc()
     dead: list[tuple[tuple[str, ...], str]] = []
+
     def take(memories: list[dict]) -> bool:
         dead.extend(ident for m in memories if (ident := _head_of(m)) is not None and C.expired(m, now))
         return False
