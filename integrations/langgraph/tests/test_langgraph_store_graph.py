@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import operator
 import uuid
-from typing import TypedDict
+from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -17,6 +18,11 @@ class State(TypedDict, total=False):
     question: str
     recalled: list[str]
     profile: dict
+
+
+class Fan(TypedDict, total=False):
+    user: str
+    written: Annotated[list[str], operator.add]
 
 
 def remember(state: State, runtime: Runtime) -> dict:
@@ -95,3 +101,26 @@ def test_async_graph_reads_and_writes_memories(store):
     assert carol["recalled"][0] == "Carol lives in Porto" and len(carol["recalled"]) == 2
     assert carol["profile"] == {"facts": 2}
     assert dan["recalled"] == ["Dan is allergic to peanuts"] and dan["profile"] == {"facts": 1}
+
+
+def test_parallel_branches_share_the_store(store):
+    """Two sync nodes of one step run in LangGraph's thread pool, each writing through the same store."""
+    def writer(name: str):
+        def node(state: Fan, runtime: Runtime) -> dict:
+            for i in range(5):
+                runtime.store.put(("fan", state["user"]), f"{name}-{i}", {"by": name, "i": i})
+            return {"written": [name]}
+        return node
+
+    def count(state: Fan, runtime: Runtime) -> dict:
+        return {"written": [str(len(runtime.store.search(("fan", state["user"]), limit=100)))]}
+
+    graph = StateGraph(Fan)
+    for name in ("left", "right"):
+        graph.add_node(name, writer(name))
+        graph.add_edge(START, name)
+    graph.add_node("count", count)
+    graph.add_edge(["left", "right"], "count")
+    graph.add_edge("count", END)
+    out = graph.compile(store=store).invoke({"user": "eve"})
+    assert sorted(out["written"][:2]) == ["left", "right"] and out["written"][2] == "10"
