@@ -83,3 +83,11 @@ def test_client_errors_are_api_exceptions(client):
         bad.recall("alice", "x")
     assert err.value.status == 401
     bad.close()
+
+
+def test_get_version(client):
+    """hindsight-client's get_version (GET /version, open): the API version implemented and the flags."""
+    got = client.get_version()
+    assert got.api_version == "1.1.0"
+    flags = got.features
+    assert (flags.worker, flags.mcp, flags.bank_llm_health, flags.store_document_text) == (False, False, False, True)
