@@ -49,16 +49,25 @@ async def serve_stdio(settings: McpSettings) -> None:
 def serve_http(settings: McpSettings, port: int, log_level: str) -> None:
     import uvicorn
 
+    from service.mcp.client import EngramClient
+    from service.mcp.http_auth import TokenGate
+
     server = create_server(settings)
     # The SDK turns on DNS-rebinding protection for a loopback host (Host / Origin must be local).
-    app = server.streamable_http_app(host=LOOPBACK)
-    log.info("MCP over streamable HTTP at http://%s:%d/mcp", LOOPBACK, port)
-    uvicorn.run(app, host=LOOPBACK, port=port, log_level=log_level)
+    checker = EngramClient(settings.endpoint, None)
+    app = TokenGate(server.streamable_http_app(host=LOOPBACK), lambda: checker, settings.mcp_token)
+    log.info("MCP over streamable HTTP at http://%s:%d/mcp (bearer token required: %s)", LOOPBACK, port,
+             "ENGRAM_MCP_TOKEN or a service token" if settings.mcp_token else "a token the Engram service accepts")
+    # No access log: nothing of a request's content reaches the log.
+    uvicorn.run(app, host=LOOPBACK, port=port, log_level=log_level, access_log=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request's URL at INFO, query string (the agent's recall query) included.
+    for noisy in ("httpx", "httpx2", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     settings = McpSettings()
     if settings.budget_warning:
         log.warning(settings.budget_warning)

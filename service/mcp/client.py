@@ -6,6 +6,7 @@ error message and status, a timeout, or an unreachable endpoint (with the URL to
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 from urllib.parse import quote
@@ -35,18 +36,23 @@ def _body(payload: Any) -> bytes:
 class EngramClient:
     def __init__(self, endpoint: str, api_key: str | None, *, timeout: float = REQUEST_TIMEOUT_S, transport: httpx.AsyncBaseTransport | None = None):
         self.endpoint = endpoint.rstrip("/")
-        headers = {"Accept": "application/json", "User-Agent": "engram-mcp"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
         self.timeout = timeout
-        self._http = httpx.AsyncClient(base_url=self.endpoint, headers=headers, timeout=timeout, transport=transport)
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(base_url=self.endpoint, headers={"Accept": "application/json", "User-Agent": "engram-mcp"},
+                                       timeout=timeout, transport=transport)
+
+    def with_token(self, token: str) -> EngramClient:
+        """The same connection pool, calling the service with another token (an HTTP caller's own)."""
+        other = copy.copy(self)
+        other._auth = {"Authorization": f"Bearer {token}"}
+        return other
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
     async def request(self, method: str, path: str, *, params: Any = None, body: Any = None) -> dict[str, Any]:
         content = _body(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if content is not None else None
+        headers = {**self._auth, **({"Content-Type": "application/json"} if content is not None else {})}
         try:
             resp = await self._http.request(method, path, params=params, content=content, headers=headers)
         except httpx.TimeoutException:
@@ -92,3 +98,13 @@ class EngramClient:
 
     async def health(self) -> dict[str, Any]:
         return await self.request("GET", "/health")
+
+    async def accepts_token(self) -> bool:
+        """Whether the service takes this client's token (one cheap authenticated read); False on a 401."""
+        try:
+            await self.request("GET", "/stream/status")
+        except ApiError as exc:
+            if exc.status in (401, 403):
+                return False
+            raise
+        return True

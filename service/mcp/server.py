@@ -22,6 +22,7 @@ from mcp.server import Server
 from service import __version__
 from service.mcp.budget import BudgetError, build_recall_response
 from service.mcp.client import ApiError, EngramClient
+from service.mcp.http_auth import caller_token
 from service.mcp.recall_request import NORMALIZERS, ArgumentError, lenient_arguments, plan_recall
 from service.mcp.settings import McpSettings
 from service.mcp.tools import CONTENT_HARD_LIMIT, CONTENT_SOFT_LIMIT, INSTRUCTIONS, TOOLS, TOOLS_BY_NAME
@@ -281,8 +282,13 @@ def create_server(settings: McpSettings, *, client_factory: Callable[[], EngramC
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
-        reply = await run_tool(ctx.lifespan_context, settings, params.name, dict(params.arguments or {}))
-        log.info("%s %s in %.1f ms", params.name, "failed: " + reply.texts[0][:200] if reply.error else "ok", (time.perf_counter() - started) * 1000)
+        client = ctx.lifespan_context
+        token = caller_token(ctx.request)  # over HTTP: a service token the caller sent is the one its calls use
+        if token and not (settings.mcp_token and token == settings.mcp_token):
+            client = client.with_token(token)
+        reply = await run_tool(client, settings, params.name, dict(params.arguments or {}))
+        # Never the arguments or the answer: they carry the agent's query text and memories.
+        log.info("%s %s in %.1f ms", params.name, "failed" if reply.error else "ok", (time.perf_counter() - started) * 1000)
         return to_result(reply)
 
     return Server(

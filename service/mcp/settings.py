@@ -4,6 +4,8 @@
                                  AUTOMEM_ENDPOINT, its name before mcp-automem 0.15, when unset
     AUTOMEM_API_KEY              its API token; AUTOMEM_API_TOKEN (the service's own variable) when unset
     AUTOMEM_RECALL_TOKEN_BUDGET  recall_memory's response budget in estimated tokens (default 18,000)
+    ENGRAM_MCP_TOKEN             `--http` only: a bearer token of the MCP server's own (callers may also
+                                 send a token the service accepts; without either, 401)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class McpSettings(BaseSettings):
     automem_api_token: str | None = None
     # Kept as text and parsed like mcp-automem does: anything but a positive whole number is the default.
     automem_recall_token_budget: str | None = None
+    engram_mcp_token: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -38,6 +41,10 @@ class McpSettings(BaseSettings):
             if value and value.strip():
                 return value.strip()
         return None
+
+    @property
+    def mcp_token(self) -> str | None:
+        return (self.engram_mcp_token or "").strip() or None
 
     @property
     def token_budget(self) -> int:
