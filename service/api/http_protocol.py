@@ -26,9 +26,17 @@ MAX_REQUEST_HEAD_BYTES = 128 * 1024
 HEAD_TOO_LARGE = f"The request line and headers are larger than {MAX_REQUEST_HEAD_BYTES} bytes"
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: httptools stops parsing and uvicorn calls send_400_response."""
+
+
 class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
-    # Bytes of the current request's head received so far; reset when a request begins.
+    # Bytes of the current request's head received so far (chunks: bounds what is buffered) and
+    # parsed so far (the URL and header fields: catches a head that arrives within one chunk);
+    # both reset when a request begins.
     _head_bytes = 0
+    _parsed_head = 0
+    _too_large = False
     _in_head = True
     _refused = False
 
@@ -46,14 +54,28 @@ class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._in_head, self._head_bytes = True, 0
+        self._in_head, self._head_bytes, self._parsed_head, self._too_large = True, 0, 0, False
+
+    def _count(self, n: int) -> None:
+        self._parsed_head += n
+        if self._parsed_head > MAX_REQUEST_HEAD_BYTES:
+            self._too_large = True
+            raise _HeadTooLarge
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)  # ": " and CRLF
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         super().on_headers_complete()
 
     def send_400_response(self, msg: str) -> None:
-        self._send_error(400, MALFORMED)
+        self._send_error(431, HEAD_TOO_LARGE) if self._too_large else self._send_error(400, MALFORMED)
 
     def _send_error(self, status: int, message: str) -> None:
         self._refused = True

@@ -80,13 +80,15 @@ def _send_slowly(base: str, head: bytes, chunk: int = 65536) -> tuple[int, dict[
 
 @pytest.mark.parametrize("head", [
     pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 5_000_000 + b"\r\n\r\n", id="one 5 MB header"),
+    pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 140_000 + b"\r\n\r\n", id="one 140 kB header"),
     pytest.param(b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 100) for i in range(20_000)) + b"\r\n", id="20,000 headers"),
 ])
-def test_a_request_head_over_the_limit_is_a_431_and_the_connection_closes(live, head):
+@pytest.mark.parametrize("chunk", [65536, None], ids=["streamed", "one chunk"])
+def test_a_request_head_over_the_limit_is_a_431_and_the_connection_closes(live, head, chunk):
     from service.api.http_protocol import MAX_REQUEST_HEAD_BYTES
 
     _, base = live
-    status, headers, body = _send_slowly(base, head)
+    status, headers, body = _send_slowly(base, head, chunk=chunk or len(head))
     assert status == 431
     assert headers["content-type"] == "application/json" and headers["connection"] == "close"
     parsed = json.loads(body)
