@@ -28,6 +28,8 @@ from service.config import Settings
 from service.enrichment import plan
 from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
 from service.enrichment.jobs import Job, JobQueue
+from service.enrichment.outage import Outage
+from service.errors import EngineUnavailable
 from service.enrichment.stats import local_pipeline_status, EnrichmentStats
 from service.enrichment.pacing import pause_after
 from service.storage.bootstrap import add_field_mapping
@@ -82,14 +84,22 @@ class EnrichmentWorker:
         self._dirty = False  # enrichment writes not yet visible to searches
         self._last_scan = 0.0
         self._stop = threading.Event()
+        self.outage = Outage(log)  # the engine away: one line out, one back, back-off between
+        self._mapping_pending = False  # the enrichment mapping is still to be put (the engine was away at start)
         self._threads: list[threading.Thread] = []
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         if self.gazetteer is None:
             self.gazetteer = load_gazetteer()
-        self._ensure_mapping()
+        try:
+            self._ensure_mapping()
+            self._mapping_pending = False
+        except EngineUnavailable as exc:
+            self._mapping_pending = True  # put by the first batch once the engine answers
+            self.outage.failed(exc.message)
         self._stop.clear()
+        self.jobs.backlog = True  # memories written while no worker ran are pending: scan for them first
         for n in range(self.settings.enrichment_workers):
             thread = threading.Thread(target=self._run, name=f"enrichment-{n}", daemon=True)
             thread.start()
@@ -141,7 +151,10 @@ class EnrichmentWorker:
         if not jobs and (self.jobs.backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
             try:
                 self.scan()
-            except Exception:  # noqa: BLE001 - the engine may be down; try again when idle next
+                self.outage.recovered()
+            except EngineUnavailable as exc:
+                self._stop.wait(self.outage.failed(exc.message))
+            except Exception:  # noqa: BLE001 - try again when idle next
                 log.warning("scan for pending memories failed", exc_info=True)
         return jobs
 
@@ -151,8 +164,15 @@ class EnrichmentWorker:
             if not jobs:
                 continue
             started = time.perf_counter()
+            away = None
             try:
+                if self._mapping_pending:
+                    self._ensure_mapping()
+                    self._mapping_pending = False
                 self.process(jobs)
+                self.outage.recovered()
+            except EngineUnavailable as exc:
+                away = exc  # not the memories' fault: they wait, their attempts unspent
             except Exception as exc:  # noqa: BLE001 - a failed batch must not end the thread
                 log.exception("enrichment batch of %d failed", len(jobs))
                 self._failed(jobs, exc)
@@ -161,6 +181,11 @@ class EnrichmentWorker:
                 with self._lock:
                     self.stats.busy_seconds += took
                 self.jobs.done(jobs)
+            if away is not None:
+                for job in jobs:
+                    self.jobs.put([job.memory_id], attempt=job.attempt, forced=job.forced, requeue=True)
+                self._stop.wait(self.outage.failed(away.message))
+                continue
             if self.serving():
                 rest = pause_after(took, self.settings.enrichment_duty_while_serving)
                 if rest > 0:
@@ -377,7 +402,9 @@ class EnrichmentWorker:
                 state = plan.failure_state(current.get("enrichment"), attempts=attempts, error=error, now=now, final=not will_retry)
                 self._in_bank(current).bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
                                    "record enrichment failure", refresh="false")
-        except Exception:  # noqa: BLE001 - the engine may be what failed; the memory stays pending
+        except EngineUnavailable:
+            pass  # the engine is what failed: the memory stays pending (the outage is logged once, in _run)
+        except Exception:  # noqa: BLE001 - the memory stays pending
             log.warning("could not record the enrichment failure of %s", job.memory_id, exc_info=True)
         if will_retry:
             self._requeue(Job(job.memory_id, attempts, job.forced), delay=self.settings.enrichment_failure_backoff_seconds)
