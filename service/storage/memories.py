@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from opensearchpy import OpenSearch
 
-from service.errors import EngineUnavailable, NotFound
+from service.errors import Conflict, EngineUnavailable, NotFound
 from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
@@ -31,8 +32,13 @@ HIDDEN_FIELDS = ("embedding",)
 # An update that lost a race with another write (its if_seq_no no longer matches) is retried, after
 # a short random pause: the property test (8 writers on ~60 memories) lost 3 races in a row.
 CONFLICT_ATTEMPTS = 6
-# PATCH's read-modify-write under contention: more attempts, each after a short random pause.
-RMW_ATTEMPTS = 6
+# PATCH's read-modify-write under contention: each lost race reads again after a random pause that
+# grows with the attempt (full jitter, at most RMW_MAX_PAUSE_S); 160 concurrent PATCHes of one memory
+# lost up to 6 races in a row. Only a writer that loses every attempt gets a 409.
+RMW_ATTEMPTS = 12
+RMW_MAX_PAUSE_S = 0.2
+# Striped per-memory locks of read_modify_write (a lock per memory would grow without bound).
+_RMW_LOCKS = tuple(threading.Lock() for _ in range(256))
 
 
 def _vector_field(hit: dict) -> list[float] | None:
@@ -92,7 +98,12 @@ class MemoryStore:
         """Optimistic concurrency for changes that depend on the stored document: read the source, the
         vector and the version in one search, `compute(source)` the partial document, and write it only
         if the memory is still at that version (if_seq_no); a lost race reads again and recomputes.
-        Returns (source it was computed from, changes)."""
+        Writers of one memory in this process take turns (a striped lock), so races are left only
+        with other processes and background writes. Returns (source it was computed from, changes)."""
+        with _RMW_LOCKS[hash(memory_id) % len(_RMW_LOCKS)]:
+            return self._read_modify_write(memory_id, compute, attempts)
+
+    def _read_modify_write(self, memory_id: str, compute: Callable[[dict], dict], attempts: int) -> tuple[dict, dict]:
         for attempt in range(attempts):
             found = self._read_for_update(memory_id, refresh_first=attempt > 0)
             if found is None:
@@ -110,8 +121,8 @@ class MemoryStore:
                 return source, changes
             if not error.conflict:
                 raise item_failure(error, "update memory", memory_id)
-            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))  # spread the contenders out
-        raise EngineUnavailable(f"update memory: {attempts} concurrent writes in a row changed memory {memory_id} first; retry")
+            time.sleep(random.uniform(0, min(RMW_MAX_PAUSE_S, 0.005 * 2**attempt)))  # spread the contenders out
+        raise Conflict(f"update memory: {attempts} concurrent writes in a row changed memory {memory_id} first; retry the update")
 
     def _read_for_update(self, memory_id: str, *, refresh_first: bool) -> tuple[dict, list[float] | None, int, int] | None:
         """Source, vector and version of one memory, all of one refreshed point (doc values only exist
