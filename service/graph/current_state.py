@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from scoring.rerank import ScoredCandidate
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 
 # spec 000: "Resolution is bounded at 5 hops and is cycle-safe."
 MAX_HOPS = 5

@@ -252,7 +252,7 @@ class RecallService:
             thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
             # "last week" in a query names the week before the instant it is asked at: Hindsight's
             # query_timestamp, else the as_of point in time, else now.
-            query_dates=query_date_terms(text, req.query_time or req.as_of or now) if text and req.scoring_profile == "engram" else (),
+            query_dates=query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else (),
             date_weight=self.settings.search_weight_date,
         )
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.filters.tag_groups import Group
-from service.clock.timeparse import TimeWindow
+from service.clock.expressions import TimeWindow
 
 SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 TAG_MODES = ("any", "all")

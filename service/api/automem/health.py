@@ -17,7 +17,7 @@ from service.api.responses import SafeJSONResponse as JSONResponse  # never fail
 from service import __version__
 from service.api.errors import error_body
 from service.filters.clauses import count_query
-from service.clock.timeparse import iso, utcnow
+from service.clock.instants import iso, utcnow
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("engram.health")
