@@ -274,7 +274,7 @@ class RecallService:
             return ranked, None
         at = req.as_of or now
         # A head must pass everything a seed passes, and be strictly current.
-        head_filter = C.strictly_current(C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at)
+        head_filter = C.strictly_current(C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at, as_of=req.as_of is not None)
 
         def lookup(ids: list[str]) -> dict[str, tuple[dict, bool]]:
             hits = self.store.search(Q.heads_query(ids, req.bank, head_filter, first.vector))["hits"]["hits"]
@@ -288,7 +288,7 @@ class RecallService:
         # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
         # state_debug resolves every chain so it can report each one.
         page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
-        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page)
+        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None)
         pool.extras.update(outcome.extras)
         return outcome.ranked, outcome.to_response(debug=req.state_debug)
 
@@ -320,7 +320,7 @@ class RecallService:
         # are strictly current; the tag scope applies only with expand_respect_tags (spec 000).
         flt = C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types), scoped=req.expand_respect_tags)
         if req.state_mode == "current":
-            flt = C.strictly_current(flt, at)
+            flt = C.strictly_current(flt, at, as_of=req.as_of is not None)
         ask = ExpansionRequest(
             relations=req.expand_relations, entities=req.expand_entities, relation_limit=req.relation_limit,
             expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
