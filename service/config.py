@@ -6,6 +6,7 @@ other settings (STYLE.md practice 1).
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -14,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
+from service.clock.periods import zone
 from service.memory.limits import Limits
 
 
@@ -210,10 +212,15 @@ class Settings(BaseSettings):
                 raise ValueError(f"malformed URL ({problem}); expected http://host:port or https://host:port")
         return value
 
-    # --- Signet's recall surface (spec 004: POST /api/memory/recall, GET /api/memory/search, ...) ---
-    # Exact dates in a query (`2026/05/13 editor`) name a day in this IANA zone (the spec's example
-    # window, 06:00Z-06:00Z, is a day in a UTC-6 zone such as America/Denver).
+    # --- dates in requests (service/clock/) ---
+    # The IANA zone in which every surface reads the dates of a request: "today", "yesterday", "last
+    # week" and `2026-05-13` in a query (Signet's date phrases, GET /recall parse_dates, Hindsight's
+    # temporal arm, the date component) and in `time_query`. UTC (default) is AutoMem's reading; the
+    # spec 004 example window, 06:00Z-06:00Z, is a day in a UTC-6 zone such as America/Denver.
+    # A memory's own content is read in UTC whatever this says: its date_terms are stored.
     recall_date_timezone: str = "UTC"
+
+    # --- Signet's recall surface (spec 004: POST /api/memory/recall, GET /api/memory/search, ...) ---
     # Session dedupe: what a session (sessionKey, agentId) was shown in its current context epoch is
     # kept this long after its last recall (the {INDEX_PREFIX}-recall-ledger index), at most
     # RECALL_LEDGER_MAX_ITEMS memories per session (the oldest are forgotten first).
@@ -223,10 +230,13 @@ class Settings(BaseSettings):
     @field_validator("recall_date_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        from service.clock.phrases import zone
-
         zone(value)  # ValueError names an unknown zone
         return value.strip()
+
+    @property
+    def date_zone(self) -> tzinfo:
+        """RECALL_DATE_TIMEZONE as a zone: the one every surface reads a request's dates in."""
+        return zone(self.recall_date_timezone)
 
     @property
     def recall_ledger_alias(self) -> str:

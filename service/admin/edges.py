@@ -24,7 +24,7 @@ from service.graph.supersession import state_time
 from service.storage import transfer
 from service.storage.client import engine_errors
 from service.storage.memories import MemoryStore
-from service.clock.timeparse import iso, parse_iso_datetime
+from service.clock.instants import iso, parse_iso_datetime
 
 
 @dataclass

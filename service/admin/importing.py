@@ -50,7 +50,7 @@ from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.writes.writer import MemoryWriter, Prepared
 from service.memory.models import valid_id
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 log = logging.getLogger("engram.importer")
 

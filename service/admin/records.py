@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from service.graph.registry import SUPERSEDING_TYPES, AssociationError, relation_type
-from service.clock.timeparse import iso, parse_iso_datetime
+from service.clock.instants import iso, parse_iso_datetime
 
 # Stored fields that are rebuilt from the others (service.writes.writer.derived_fields, the supersession
 # scripts of service.storage.memories) or that belong to the store rather than the memory.

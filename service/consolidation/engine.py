@@ -19,7 +19,7 @@ from service.memory.models import MemoryCreate
 from service.storage.client import engine_errors
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 from service.writes.writer import MemoryWriter
 
 log = logging.getLogger("engram.consolidation")

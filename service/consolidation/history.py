@@ -24,7 +24,7 @@ from opensearchpy import exceptions as os_exc
 
 from service.errors import EngineUnavailable
 from service.storage.client import engine_errors
-from service.clock.timeparse import iso, stored_datetime
+from service.clock.instants import iso, stored_datetime
 
 log = logging.getLogger("engram.consolidation")
 

@@ -24,7 +24,7 @@ from service.consolidation import queries as Q
 from service.consolidation.engine import ConsolidationIO
 from service.consolidation.relevance import DecayConfig, ForgetConfig, MemoryFacts, bucket, fate, relevance_score
 from service.errors import EngramError
-from service.clock.timeparse import iso, stored_datetime
+from service.clock.instants import iso, stored_datetime
 
 log = logging.getLogger("engram.consolidation")
 

@@ -19,7 +19,7 @@ from typing import Any
 from service.config import Settings
 from service.consolidation.history import TASKS, HistoryStore
 from service.consolidation.runner import Consolidator, affected_count
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 log = logging.getLogger("engram.consolidation")
 

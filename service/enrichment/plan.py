@@ -15,7 +15,7 @@ from typing import Any
 from service.enrichment.extractor import entity_tags
 from service.memory.tags import normalize_tag
 from service.threads.plan import MAX_KEY, thread_key
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 from service.writes.writer import derived_fields
 
 SIMILAR_TO = "SIMILAR_TO"

@@ -36,7 +36,7 @@ from service.storage.bootstrap import add_field_mapping
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.filters.scripts import VECTOR_SCRIPT
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 log = logging.getLogger("engram.enrichment")
 

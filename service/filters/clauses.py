@@ -164,7 +164,21 @@ def fact_type_clause(types: Sequence[str]) -> dict | None:
 
 
 # --- current state ---------------------------------------------------------------------------
-def candidate_must_not(at: datetime, *, in_python: bool = False) -> list[dict]:
+# What "valid at T" means (service/graph/current_state.py evaluates the same rules in Python for
+# state_debug): valid from t_valid, not expired (t_invalid <= T), not superseded (superseded_at <= T).
+# As of a past instant (`as_of`), a memory must also exist by then: without t_valid it is valid from
+# its timestamp. Without as_of that clause is left out, as AutoMem leaves it out: a memory dated in the
+# future (an event, a client clock ahead of ours) is current at once.
+def not_yet_valid(at: datetime, *, as_of: bool = False) -> list[dict]:
+    """Memories not yet valid at `at`: t_valid after it, or (as_of) no t_valid and a timestamp after it."""
+    moment = at.isoformat()
+    clauses: list[dict] = [{"range": {"t_valid": {"gt": moment}}}]
+    if as_of:
+        clauses.append({"bool": {"filter": [{"range": {"timestamp": {"gt": moment}}}], "must_not": [{"exists": {"field": "t_valid"}}]}})
+    return clauses
+
+
+def candidate_must_not(at: datetime, *, in_python: bool = False, as_of: bool = False) -> list[dict]:
     """must_not clauses of the candidate filter in current mode (archived is excluded in every mode).
 
     Not-yet-valid memories are dropped, and expired ones unless they are superseded (a superseded
@@ -175,24 +189,24 @@ def candidate_must_not(at: datetime, *, in_python: bool = False) -> list[dict]:
         return []
     moment = at.isoformat()
     return [
-        {"range": {"t_valid": {"gt": moment}}},
+        *not_yet_valid(at, as_of=as_of),
         {"bool": {"filter": [{"range": {"t_invalid": {"lte": moment}}}], "must_not": [{"range": {"superseded_at": {"lte": moment}}}]}},
     ]
 
 
-def active_must_not(at: datetime) -> list[dict]:
+def active_must_not(at: datetime, *, as_of: bool = False) -> list[dict]:
     """Strictly current — valid, not expired, not superseded: expansion targets and chain heads."""
     moment = at.isoformat()
     return [
-        {"range": {"t_valid": {"gt": moment}}},
+        *not_yet_valid(at, as_of=as_of),
         {"range": {"t_invalid": {"lte": moment}}},
         {"range": {"superseded_at": {"lte": moment}}},
     ]
 
 
-def strictly_current(flt: dict, at: datetime) -> dict:
+def strictly_current(flt: dict, at: datetime, *, as_of: bool = False) -> dict:
     """`flt`, and valid, not expired, not superseded at `at`: chain heads and expanded memories."""
-    return {"bool": {"filter": [flt], "must_not": active_must_not(at)}}
+    return {"bool": {"filter": [flt], "must_not": active_must_not(at, as_of=as_of)}}
 
 
 def excluding_ids(flt: dict, ids: Sequence[str]) -> dict:

@@ -2,7 +2,9 @@
 
 A memory is not current when it is archived, not yet valid (t_valid in the future), expired
 (t_invalid passed) or superseded (an outgoing INVALIDATED_BY / EVOLVED_INTO edge, recorded on
-the memory as `supersessions` when the edge is written). Where it can, the filter runs inside
+the memory as `supersessions` when the edge is written). As of a past instant T (`as_of`), a memory
+exists only if it was valid at T: t_valid (else its timestamp) <= T, and not expired or superseded
+by T (service/filters/clauses.py builds the same rules as engine filters). Where it can, the filter runs inside
 OpenSearch (`candidate_must_not`), so a page is never emptied after the fact. Superseded memories
 are the exception: they stay candidates so that the head of their chain can take their place
 (A -> B -> C returns C where A ranked), which needs to know where A ranked.
@@ -19,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from scoring.rerank import ScoredCandidate
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 
 # spec 000: "Resolution is bounded at 5 hops and is cycle-safe."
 MAX_HOPS = 5
@@ -37,11 +39,14 @@ Rescore = Callable[[str, dict, ScoredCandidate], ScoredCandidate]
 
 
 # --- one memory ------------------------------------------------------------------------------------
-def validity_reason(source: Mapping[str, Any], at: datetime) -> str | None:
-    """AutoMem recall.py `_state_reason_for_memory`: archived, not_yet_valid, expired, in that order."""
+def validity_reason(source: Mapping[str, Any], at: datetime, *, as_of: bool = False) -> str | None:
+    """AutoMem recall.py `_state_reason_for_memory`: archived, not_yet_valid, expired, in that order.
+    With `as_of`, a memory without t_valid is valid from its timestamp."""
     if source.get("archived") is True:
         return "archived"
     t_valid = stored_datetime(source.get("t_valid"))
+    if t_valid is None and as_of:
+        t_valid = stored_datetime(source.get("timestamp"))
     if t_valid is not None and t_valid > at:
         return "not_yet_valid"
     t_invalid = stored_datetime(source.get("t_invalid"))
@@ -153,8 +158,10 @@ def apply_current_state(
     rescore: Rescore,
     max_hops: int = MAX_HOPS,
     page: int | None = None,
+    as_of: bool = False,
 ) -> StateOutcome:
-    """Suppress what is not current at `at`; put the head of a superseded memory's chain in its place.
+    """Suppress what is not current at `at` (`as_of`: a past instant, see validity_reason); put the
+    head of a superseded memory's chain in its place.
 
     With `page` (the caller keeps only the first `page` results, in this order), chains are resolved
     only for superseded memories that can still reach the page — those with fewer than `page` current
@@ -175,7 +182,7 @@ def apply_current_state(
             reasons[s.candidate.id] = "superseded"
             starts[s.candidate.id] = entry
         else:
-            reason = validity_reason(source, at)
+            reason = validity_reason(source, at, as_of=as_of)
             if reason:
                 reasons[s.candidate.id] = reason
     if page is not None and starts:

@@ -17,7 +17,7 @@ from service.graph.supersession import supersession_entry
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.memory.models import valid_id
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 
 @dataclass

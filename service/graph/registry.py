@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.clock.timeparse import parse_iso_datetime
+from service.clock.instants import parse_iso_datetime
 
 # The 11 authorable types, each with the optional properties AutoMem stores on the edge
 # (spec 003; AutoMem config.py RELATIONSHIP_TYPES "properties").

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from service.graph.registry import Association
-from service.clock.timeparse import parse_iso_datetime
+from service.clock.instants import parse_iso_datetime
 
 
 def state_time(moment: datetime) -> str:

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.clock.instants import Instant
+
 # Client-chosen ids (imports that can be re-run): URL-safe, bounded. Server ids are UUID4.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 _ID_RE = re.compile(ID_PATTERN)
@@ -36,11 +38,11 @@ class MemoryFields(BaseModel):
     type: str | None = Field(None, max_length=64, description="Decision, Pattern, Preference, Style, Habit, Insight, Context or an alias")
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     metadata: dict[str, Any] | None = Field(None, description="Any JSON object (METADATA_MAX_DEPTH, METADATA_MAX_KEYS, METADATA_MAX_BYTES)")
-    timestamp: str | None = Field(None, max_length=64, description="ISO 8601 creation time; now when omitted")
-    t_valid: str | None = Field(None, max_length=64, description="ISO 8601: valid from")
-    t_invalid: str | None = Field(None, max_length=64, description="ISO 8601: invalid from (after t_valid)")
-    updated_at: str | None = Field(None, max_length=64)
-    last_accessed: str | None = Field(None, max_length=64)
+    timestamp: Instant | None = Field(None, description="ISO 8601 creation time; now when omitted")
+    t_valid: Instant | None = Field(None, description="ISO 8601: valid from (omitted: from its timestamp)")
+    t_invalid: Instant | None = Field(None, description="ISO 8601: invalid from (after t_valid)")
+    updated_at: Instant | None = None
+    last_accessed: Instant | None = None
     relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="0-1, written by consolidation decay")
     archived: bool | None = None
     who: str | None = Field(None, max_length=256, description="Who wrote the memory (an agent, a harness, a person); Signet's `who`")

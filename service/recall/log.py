@@ -25,7 +25,7 @@ from service.errors import EngramError
 from service.recall.request import RecallRequest
 from service.storage.bulk import run_bulk
 from service.storage.client import engine_errors
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 log = logging.getLogger("engram.recall_log")
 

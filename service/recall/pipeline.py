@@ -258,7 +258,7 @@ class RecallService:
             thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
             # "last week" in a query names the week before the instant it is asked at: Hindsight's
             # query_timestamp, else the as_of point in time, else now.
-            query_dates=query_date_terms(text, req.query_time or req.as_of or now) if text and req.scoring_profile == "engram" else (),
+            query_dates=query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else (),
             date_weight=self.settings.search_weight_date,
         )
 
@@ -280,7 +280,7 @@ class RecallService:
             return ranked, None
         at = req.as_of or now
         # A head must pass everything a seed passes, and be strictly current.
-        head_filter = C.strictly_current(C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at)
+        head_filter = C.strictly_current(C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types)), at, as_of=req.as_of is not None)
 
         def lookup(ids: list[str]) -> dict[str, tuple[dict, bool]]:
             hits = self.store.search(Q.heads_query(ids, req.bank, head_filter, first.vector))["hits"]["hits"]
@@ -294,7 +294,7 @@ class RecallService:
         # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
         # state_debug resolves every chain so it can report each one.
         page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
-        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page)
+        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None)
         pool.extras.update(outcome.extras)
         return outcome.ranked, outcome.to_response(debug=req.state_debug)
 
@@ -326,7 +326,7 @@ class RecallService:
         # are strictly current; the tag scope applies only with expand_respect_tags (spec 000).
         flt = C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types), scoped=req.expand_respect_tags)
         if req.state_mode == "current":
-            flt = C.strictly_current(flt, at)
+            flt = C.strictly_current(flt, at, as_of=req.as_of is not None)
         ask = ExpansionRequest(
             relations=req.expand_relations, entities=req.expand_entities, relation_limit=req.relation_limit,
             expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,

@@ -56,7 +56,7 @@ def recall_filter(req, at: datetime, excluded_types: Sequence[str]) -> RecallFil
     reach a page (graph.current_state); superseded ones do, so their chain's head can take their place.
     state_debug moves the validity rules to Python so each suppression is named. Tag groups and fact
     types are hard filters (`extra`): graph expansion and chain heads obey them too."""
-    must_not = tuple(candidate_must_not(at, in_python=req.state_debug)) if req.state_mode == "current" else ()
+    must_not = tuple(candidate_must_not(at, in_python=req.state_debug, as_of=req.as_of is not None)) if req.state_mode == "current" else ()
     extra = tuple(c for c in (groups_clause(req.tag_groups), fact_type_clause(req.fact_types)) if c is not None)
     return RecallFilter(
         bank=req.bank, tags=tuple(req.tags), tag_mode=req.tag_mode, tag_match=req.tag_match, exclude_tags=tuple(req.exclude_tags),

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from service.filters.tag_groups import Group
 from service.filters.vocabulary import FactType, RecencyBias, ScoringProfile, Sort, StateMode, TagMatch, TagMode
-from service.clock.timeparse import TimeWindow
+from service.clock.expressions import TimeWindow
 
 
 

@@ -21,7 +21,7 @@ from service.filters import clauses as C
 from service.filters import scripts as S
 from service.recall.request import RecallRequest
 from service.memory.tags import hierarchy_key
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 
 # The keyword arm digs deeper than the limit so every plausible lexical candidate is re-ranked.
 KEYWORD_ARM_MIN = 50

@@ -10,7 +10,7 @@ from scoring.context import ContextProfile
 from scoring.rerank import ScoredCandidate
 from service.memory.index_only import RANKING_FIELDS
 from service.recall.request import RecallRequest
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 # Memory fields returned in `memory` (AutoMem returns the stored record without the vector).
 MEMORY_FIELDS = (

@@ -18,7 +18,7 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_exc
 
 from service.banks.profiles import Bank, DeleteReport, merged_profile
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 from service.config import Settings
 from service.errors import EngineUnavailable
 from service.storage import bank_queries as BQ

@@ -16,7 +16,7 @@ from service.errors import Conflict, EngineUnavailable, NotFound
 from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
-from service.clock.timeparse import iso, stored_datetime
+from service.clock.instants import iso, stored_datetime
 
 log = logging.getLogger("engram.memories")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from service.memory.index_only import THREAD_FIELDS
 from service.memory.tags import hierarchy_key
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 
 # The metadata keys that name a thread, in the order they are joined (AutoMem clients send session_id);
 # the same keys enrichment's PRECEDED_BY follows.

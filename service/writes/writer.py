@@ -28,7 +28,7 @@ from service.filters.clauses import by_tags_query
 from service.memory.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
 from service.threads import ThreadLinker, thread_position
 from service.clock.terms import memory_date_terms
-from service.clock.timeparse import iso, parse_iso_datetime, stored_datetime, utcnow
+from service.clock.instants import iso, iso_or_none, stored_datetime, utcnow
 from service.memory.limits import check_metadata, check_tags, check_text, check_vector
 
 # POST /memory `supersedes`: EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
@@ -37,18 +37,10 @@ DEFAULT_SUPERSEDE_TYPE = "EVOLVED_INTO"
 SUPERSEDE_STRENGTH = 1.0
 
 
-def _iso_field(name: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return iso(parse_iso_datetime(value))
-    except ValueError as exc:
-        raise BadRequest(f"Invalid {name}: {exc}") from exc
-
-
 def check_validity_window(t_valid: str | None, t_invalid: str | None, where: str = "") -> None:
     """A memory valid from t_valid must stop being valid after it starts: t_invalid < t_valid could never hold."""
-    if t_valid and t_invalid and parse_iso_datetime(t_invalid) <= parse_iso_datetime(t_valid):
+    valid_from, valid_to = stored_datetime(t_valid), stored_datetime(t_invalid)
+    if valid_from and valid_to and valid_to <= valid_from:
         raise BadRequest(f"{where}t_invalid ({t_invalid}) is not after {where}t_valid ({t_valid}): the memory could never be valid")
 
 
@@ -136,7 +128,7 @@ class MemoryWriter:
             confidence = classified if req.confidence is None else req.confidence
         tags = clean_tags(req.tags or [])
         metadata = req.metadata or {}
-        timestamp = _iso_field(f"{where}timestamp", req.timestamp) or iso(now)
+        timestamp = iso(req.timestamp or now)
         doc: dict[str, Any] = {
             "id": memory_id or req.id or str(uuid.uuid4()),
             "bank": self.bank,
@@ -147,10 +139,10 @@ class MemoryWriter:
             "confidence": confidence,
             "metadata": metadata,
             "timestamp": timestamp,
-            "updated_at": _iso_field(f"{where}updated_at", req.updated_at) or timestamp,
-            "last_accessed": _iso_field(f"{where}last_accessed", req.last_accessed),
-            "t_valid": _iso_field(f"{where}t_valid", req.t_valid),
-            "t_invalid": _iso_field(f"{where}t_invalid", req.t_invalid),
+            "updated_at": iso_or_none(req.updated_at) or timestamp,
+            "last_accessed": iso_or_none(req.last_accessed),
+            "t_valid": iso_or_none(req.t_valid),
+            "t_invalid": iso_or_none(req.t_invalid),
             "archived": bool(req.archived),
             "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
             **thread_position(tags, metadata, timestamp),  # the linker adds the thread's context at write time
@@ -233,7 +225,7 @@ class MemoryWriter:
         assoc = Association(req.supersedes, prepared.memory_id, req.supersede_type or DEFAULT_SUPERSEDE_TYPE, SUPERSEDE_STRENGTH)
         entry, keep_at = supersession_entry(assoc, now)
         # t_invalid moves to now unless the old memory already expired earlier.
-        current_invalid = parse_iso_datetime(old["t_invalid"]) if old.get("t_invalid") else None
+        current_invalid = stored_datetime(old.get("t_invalid"))
         t_invalid = iso(now) if current_invalid is None or current_invalid > now else None
         stored, superseded = self.store.bulk(
             [
@@ -310,7 +302,7 @@ class MemoryWriter:
                 vector = self.embedder.embed_documents([req.content])[0]
             except EmbeddingError as exc:
                 raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
-        updated_at = _iso_field("updated_at", req.updated_at) or iso(utcnow())
+        updated_at = iso(req.updated_at or utcnow())
         # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
         model_id = None if req.embedding is not None else self.embedder.short_name
         current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
@@ -366,7 +358,7 @@ def patch_changes(
         changes["metadata"] = metadata or {}
     for name in ("timestamp", "t_valid", "t_invalid", "last_accessed"):
         if name in given:  # an explicit null clears t_valid / t_invalid
-            changes[name] = _iso_field(name, given[name])
+            changes[name] = iso_or_none(given[name])
     if changes.get("timestamp") is None:
         changes.pop("timestamp", None)
     if "tags" in changes or "timestamp" in changes:  # the thread and the place in it (the linker re-links)

@@ -146,24 +146,48 @@ def test_newest_edge_wins(api):
 
 
 def test_as_of_evaluates_validity_and_supersession_at_that_instant(api):
+    # As of T, a memory exists only if it was valid at T: t_valid (else its timestamp) <= T, and not
+    # expired or superseded by T. (Before: as_of=2020 returned memories created years later.) Sets:
+    # the memories' ages differ, so tag-only recall's recency orders them, which is not what is tested.
     now = datetime.now(timezone.utc)
     tag = ["asof"]
-    old = m(api, "old office address", 0.9, tag)
-    new = m(api, "new office address", 0.5, tag)
-    later = m(api, "valid from 2030", 0.4, tag, t_valid="2030-01-01T00:00:00Z")
-    ended = m(api, "valid until 2021", 0.3, tag, t_invalid="2021-01-01T00:00:00Z")
-    link(api, old, new, "EVOLVED_INTO")
-    assert ids(recall(api, tags="asof")) == [new]
+    old = m(api, "old office address", 0.9, tag, timestamp="2019-01-01T00:00:00Z")
+    new = m(api, "new office address", 0.5, tag, timestamp="2024-01-01T00:00:00Z")
+    later = m(api, "valid from 2030", 0.4, tag, timestamp="2019-01-01T00:00:00Z", t_valid="2030-01-01T00:00:00Z")
+    ended = m(api, "valid until 2021", 0.3, tag, timestamp="2019-01-01T00:00:00Z", t_invalid="2021-01-01T00:00:00Z")
+    written_now = m(api, "written just now", 0.2, tag)
+    link(api, old, new, "EVOLVED_INTO")  # takes effect now
+    assert set(ids(recall(api, tags="asof"))) == {new, written_now}
     yesterday = (now - timedelta(days=1)).isoformat()
-    assert ids(recall(api, tags="asof", as_of=yesterday)) == [old, new]
+    assert set(ids(recall(api, tags="asof", as_of=yesterday))) == {old, new}  # not yet superseded; written_now did not exist
     in_2020 = recall(api, tags="asof", as_of="2020-06-01T00:00:00Z")
-    assert ids(in_2020) == [old, new, ended] and in_2020["state_filter"]["as_of"] == "2020-06-01T00:00:00+00:00"
-    assert ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z")) == [new, later]
+    assert set(ids(in_2020)) == {old, ended} and in_2020["state_filter"]["as_of"] == "2020-06-01T00:00:00+00:00"
+    # the same rule in Python (state_debug names each suppression)
+    debug = recall(api, tags="asof", as_of="2020-06-01T00:00:00Z", state_debug="true")
+    assert set(ids(debug)) == {old, ended}
+    assert {s["id"]: s["reason"] for s in debug["state_filter"]["suppressed"]} == {new: "not_yet_valid", later: "not_yet_valid", written_now: "not_yet_valid"}
+    assert ids(recall(api, tags="asof", as_of="2018-06-01T00:00:00Z")) == []  # nothing existed yet
+    assert set(ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z"))) == {new, later, written_now}  # old's chain head is new
     # An INVALIDATED_BY with an explicit timestamp takes effect then, not when it is written.
     link(api, new, later, "INVALIDATED_BY", timestamp="2030-06-01T00:00:00Z")
-    assert ids(recall(api, tags="asof")) == [new]
-    assert ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z")) == [later]
+    assert set(ids(recall(api, tags="asof"))) == {new, written_now}
+    assert set(ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z"))) == {later, written_now}
+    # history mode skips the state filter, as_of or not
+    assert set(ids(recall(api, tags="asof", as_of="2018-06-01T00:00:00Z", state_mode="history"))) == {old, new, later, ended, written_now}
     assert_error(api.get("/recall", params={"tags": "asof", "as_of": "soon"}), 400, "as_of")
+
+
+def test_as_of_a_chain_head_must_exist_then(api):
+    old = m(api, "plan A", 0.9, ["asofh"], timestamp="2019-01-01T00:00:00Z")
+    head = m(api, "plan B", 0.5, ["asofh"], timestamp="2099-01-01T00:00:00Z")
+    link(api, old, head, "INVALIDATED_BY", timestamp="2025-01-01T00:00:00Z")
+    assert ids(recall(api, tags="asofh")) == [head]  # without as_of a memory dated in the future is current (AutoMem)
+    # In 2050 plan A was invalidated (2025) and plan B did not exist yet (2099): neither is returned.
+    assert ids(recall(api, tags="asofh", as_of="2050-01-01T00:00:00Z")) == []
+    debug = recall(api, tags="asofh", as_of="2050-01-01T00:00:00Z", state_debug="true")
+    assert ids(debug) == [] and {s["id"]: (s["reason"], s.get("chain")) for s in debug["state_filter"]["suppressed"]} == {
+        old: ("superseded", "inactive"), head: ("not_yet_valid", None)}
+    assert ids(recall(api, tags="asofh", as_of="2100-01-01T00:00:00Z")) == [head]
 
 
 def test_supersede_in_one_call(api, os_client):

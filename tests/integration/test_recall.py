@@ -137,8 +137,8 @@ def test_limit_default_clamp_and_offset(make_client):
     [
         ({"state_mode": "sometimes"}, "state_mode"),
         ({"state_mode": "sometimes", "current_only": "true"}, "state_mode"),
-        ({"start": "not-a-date"}, "Invalid start"),
-        ({"end": "2024-99-01"}, "Invalid end"),
+        ({"start": "not-a-date"}, "start: 'not-a-date' is not a valid ISO 8601"),
+        ({"end": "2024-99-01"}, "end: '2024-99-01' is not a valid ISO 8601"),
         ({"tag_mode": "some"}, "tag_mode"),
         ({"tag_match": "fuzzy"}, "tag_match"),
         ({"sort": "random"}, "sort"),

@@ -77,7 +77,9 @@ def test_get_search_parses_dates_too(dated):
 
 def test_automem_recall_parses_dates_only_when_asked(dated):
     api, ids, _ = dated
-    plain = api.get("/recall", params={"query": "2026/05/13 editor"}).json()
+    # no window and the query as given (the date still counts in the engram profile's date component, as
+    # every date a query names does; without the adaptive floor nothing is left out)
+    plain = api.get("/recall", params={"query": "2026/05/13 editor", "adaptive_floor": "false"}).json()
     assert "time_window" not in plain and plain["query"] == "2026/05/13 editor" and len(plain["results"]) == 5
     parsed = api.get("/recall", params={"query": "2026/05/13 editor", "parse_dates": "true"}).json()
     assert parsed["time_window"] == {"start": "2026-05-13T06:00:00+00:00", "end": "2026-05-14T06:00:00+00:00", "expression": "2026/05/13"}

@@ -6,7 +6,8 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from service.clock.phrases import content_without, day_window, extract_date_phrase, zone
+from service.clock.periods import day_window, zone
+from service.clock.phrases import content_without, extract_date_phrase
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=timezone.utc)  # a Wednesday; 06:00 in Denver
 DENVER = zone("America/Denver")  # UTC-6 in May: spec 004's example window is 06:00Z to 06:00Z

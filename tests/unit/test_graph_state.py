@@ -34,6 +34,18 @@ def test_filter_clauses():
     ]
 
 
+def test_as_of_clauses_add_existence():
+    # As of T a memory without t_valid is valid from its timestamp; both state filters say so.
+    moment = AT.isoformat()
+    created_later = {"bool": {"filter": [{"range": {"timestamp": {"gt": moment}}}], "must_not": [{"exists": {"field": "t_valid"}}]}}
+    assert C.not_yet_valid(AT) == [{"range": {"t_valid": {"gt": moment}}}]
+    assert C.not_yet_valid(AT, as_of=True) == [{"range": {"t_valid": {"gt": moment}}}, created_later]
+    assert C.candidate_must_not(AT, as_of=True) == [*C.not_yet_valid(AT, as_of=True), C.candidate_must_not(AT)[1]]
+    assert C.active_must_not(AT, as_of=True) == [*C.not_yet_valid(AT, as_of=True), *C.active_must_not(AT)[1:]]
+    assert C.candidate_must_not(AT, in_python=True, as_of=True) == []
+    assert C.strictly_current({"match_all": {}}, AT, as_of=True)["bool"]["must_not"] == C.active_must_not(AT, as_of=True)
+
+
 @pytest.mark.parametrize(
     ("source", "reason"),
     [
@@ -50,6 +62,32 @@ def test_filter_clauses():
 )
 def test_validity_reason(source, reason):
     assert state.validity_reason(source, AT) == reason
+
+
+@pytest.mark.parametrize(
+    ("source", "now", "as_of"),
+    [
+        ({"timestamp": FUTURE}, None, "not_yet_valid"),  # created after T: it did not exist yet
+        ({"timestamp": PAST}, None, None),
+        ({"timestamp": AT.isoformat()}, None, None),  # created at T exactly: valid from then
+        ({"timestamp": PAST, "t_valid": FUTURE}, "not_yet_valid", "not_yet_valid"),
+        ({"timestamp": FUTURE, "t_valid": PAST}, None, None),  # t_valid, when given, is the start
+        ({"timestamp": FUTURE, "t_invalid": PAST}, "expired", "not_yet_valid"),
+        ({}, None, None),  # timeless: always
+        ({"timestamp": "garbage"}, None, None),
+    ],
+)
+def test_validity_reason_as_of(source, now, as_of):
+    assert (state.validity_reason(source, AT), state.validity_reason(source, AT, as_of=True)) == (now, as_of)
+
+
+def test_as_of_suppresses_what_was_written_after_it():
+    sources = {"a": {"timestamp": PAST}, "b": {"timestamp": FUTURE}}
+    ranked = [scored("b", 0.9), scored("a", 0.8)]
+    current = state.apply_current_state(ranked, sources, AT, Store({}), make)
+    past = state.apply_current_state(ranked, sources, AT, Store({}), make, as_of=True)
+    assert [s.candidate.id for s in current.ranked] == ["b", "a"]  # without as_of a future timestamp is current (AutoMem)
+    assert [s.candidate.id for s in past.ranked] == ["a"] and past.suppressed == [{"id": "b", "reason": "not_yet_valid"}]
 
 
 def test_supersession_newest_in_force_wins():

@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 import pytest
 
 from service.api.hindsight import models as M
-from service.api.hindsight.request import BUDGETS, to_request, window_in_query
+from service.api.hindsight.request import BUDGETS, to_request
 from service.banks.profiles import Bank
+from service.clock.phrases import query_window
 from service.config import Settings
 from service.errors import BadRequest
 from service.filters import tag_groups as G
@@ -108,10 +109,16 @@ def test_lone_surrogates_are_refused():
         ("deploys in the last 3 days please", (datetime(2024, 5, 27, 12, tzinfo=timezone.utc), NOW)),  # rolling
         ("When did Caroline go to the LGBTQ support group?", None),
         ("", None),
+        # issue 22: dates found by the detector every surface shares (these found no window before)
+        ("what did the team review on 2026-05-13", (datetime(2026, 5, 13, tzinfo=timezone.utc), datetime(2026, 5, 14, tzinfo=timezone.utc))),
+        ("what did the team review on May 13 2026", (datetime(2026, 5, 13, tzinfo=timezone.utc), datetime(2026, 5, 14, tzinfo=timezone.utc))),
+        ("what happened in July 2023", (datetime(2023, 7, 1, tzinfo=timezone.utc), datetime(2023, 8, 1, tzinfo=timezone.utc))),
+        ("plans before 2025-02-01", (None, datetime(2025, 2, 1, tzinfo=timezone.utc))),
+        ("what did we do in June", None),  # no year: no window (the date component still reads it)
     ],
 )
 def test_window_in_query(query, expected):
-    got = window_in_query(query, NOW)
+    got = query_window(query, NOW, timezone.utc)
     assert (None if got is None else (got.start, got.end)) == expected
 
 

@@ -44,7 +44,7 @@ def test_plan_stores_items_as_given():
     (m,) = R.plan_retain(b, "bank", 1000).memories
     assert (m.content, m.tags, m.context, m.fact_type) == ("Alice works at Google", ["u", "d"], "work", "world")
     assert m.metadata == {"source": "slack", "entities": {"person": ["Alice"], "org": ["Google"]}}
-    assert (m.timestamp, m.timeless, m.document_id, m.chunk_id, m.chunk_index) == ("2024-01-15T10:30:00Z", False, None, None, None)  # the writer parses it
+    assert (m.timestamp, m.timeless, m.document_id, m.chunk_id, m.chunk_index) == (datetime(2024, 1, 15, 10, 30, tzinfo=timezone.utc), False, None, None, None)
     assert m.id == R.derived_id("bank", "operation", "op-1", "0", "0")  # an operation_id makes the ids repeatable
     assert m.surface_fields() == {"fact_type": "world", "context": "work"}
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from service.recall.log import recall_document
 from service.recall.request import RecallRequest
-from service.clock.timeparse import TimeWindow
+from service.clock.expressions import TimeWindow
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 BODY = {

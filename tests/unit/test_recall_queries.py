@@ -311,7 +311,7 @@ def test_plan_arms_floors_the_vector_and_keyword_arms_and_adds_the_temporal_arm(
     from service.recall import retrieval
     from service.filters import tag_groups as G
     from service.recall.request import RecallRequest
-    from service.clock.timeparse import TimeWindow
+    from service.clock.expressions import TimeWindow
 
     opts = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=False)
     window = TimeWindow(datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1, tzinfo=timezone.utc))

@@ -12,7 +12,7 @@ from service.api.signet import queries as SQ
 from service.api.signet import shaping
 from service.api.signet.dedupe import agent_of
 from service.api.signet.temporal import DEFAULT_FACETS, Temporal, facet_of, js_iso, resolve
-from service.clock.phrases import zone
+from service.clock.periods import zone
 from service.errors import BadRequest
 
 NOW = datetime(2026, 5, 20, 12, tzinfo=timezone.utc)
@@ -24,6 +24,12 @@ def z(text: str) -> datetime:
 
 
 # --- temporal -------------------------------------------------------------------------------------------
+def resolved(query: str, time: dict | None) -> Temporal | None:
+    """As the route does: the body validates `time` (its instants, facets and mode), resolve does the rest."""
+    body = M.RecallBody.model_validate({"query": query, "time": time})
+    return resolve(query, body.time, NOW, UTC)
+
+
 @pytest.mark.parametrize(
     ("query", "time", "meta"),
     [
@@ -47,7 +53,7 @@ def z(text: str) -> datetime:
     ],
 )
 def test_resolve(query, time, meta):
-    got = resolve(query, time, NOW, UTC)
+    got = resolved(query, time)
     assert (got.to_meta() if got else None) == meta
 
 
@@ -57,13 +63,14 @@ def test_resolve(query, time, meta):
         ({"start": "yesterday-ish"}, "time.start"),
         ({"end": "2026-13-01"}, "time.end"),
         ({"start": "2026-05-02T00:00:00Z", "end": "2026-05-01T00:00:00Z"}, "is after end"),
-        ({"start": "2026-05-01T00:00:00Z", "facets": ["weather"]}, "unknown facet 'weather'"),
+        ({"start": "2026-05-01T00:00:00Z", "facets": ["weather"]}, "time.facets.0"),
         ({"start": "2026-05-01T00:00:00Z", "mode": "sideways"}, "time.mode"),
+        ({"start": 1778630400}, "time.start"),  # a unix time is not ISO 8601
     ],
 )
 def test_resolve_refuses_bad_time_objects(time, message):
     with pytest.raises(ValueError, match=message):
-        resolve("editor", time, NOW, UTC)
+        resolved("editor", time)
 
 
 T = Temporal("filter", "query", "q", "q", z("2026-05-13T00:00:00Z"), z("2026-05-14T00:00:00Z"), DEFAULT_FACETS)
@@ -217,12 +224,13 @@ def test_type_filter(given, expected):
 def test_filters_translate_signets_fields():
     from service.config import Settings
 
+    body = M.RecallBody.model_validate({"query": "q", "since": "2026-01-01T00:00:00Z", "until": ""})
     got = M.filters(Settings(), type_="preference", tags="editor, ui,editor", who=" claude-code ", project="", pinned=False,
-                    importance_min=0.5, since="2026-01-01T00:00:00Z", until=None)
+                    importance_min=0.5, since=body.since, until=body.until)
     assert got == {"types": ["preference", "Preference"], "tags": ["editor", "ui"], "tag_mode": "all", "caller_tags_only": True, "who": "claude-code",
                    "project": None, "pinned": None, "importance_min": 0.5, "since": z("2026-01-01T00:00:00Z"), "until": None}
-    with pytest.raises(BadRequest, match="Invalid since"):
-        M.filters(Settings(), type_=None, tags=None, who=None, project=None, pinned=None, importance_min=None, since="soon", until=None)
+    with pytest.raises(ValueError, match="since"):
+        M.RecallBody.model_validate({"query": "q", "since": "soon"})
     with pytest.raises(BadRequest, match="who"):
         M.filters(Settings(), type_=None, tags=None, who="a\ud800", project=None, pinned=None, importance_min=None, since=None, until=None)
 

@@ -1,4 +1,5 @@
-"""Tests for service.clock.timeparse: every expression pinned to exact UTC bounds.
+"""service/clock/instants.py and expressions.py: ISO instants and time_query, every expression pinned to
+exact UTC bounds (calendar days in UTC, AutoMem's reading; other zones in test_clock_zones.py).
 
 Reference instants (weekday in brackets; weeks start on Monday, as in AutoMem's time.py):
   NOW      2026-03-15T12:00:00Z [Sun]  mid-month, last day of an ISO week
@@ -15,14 +16,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from service.clock.timeparse import (
-    MAX_UTC,
-    MIN_UTC,
-    TimeWindow,
-    parse_iso_datetime,
-    parse_time_expression,
-    resolve_time_window,
-)
+from service.api.automem.recall_models import RecallQuery
+from service.clock.expressions import TimeWindow, parse_time_expression, resolve_time_window
+from service.clock.instants import MAX_UTC, MIN_UTC, parse_iso_datetime, stored_datetime
 
 pytestmark = pytest.mark.unit  # every test in this module
 
@@ -488,11 +484,17 @@ def test_resolve_time_window(
     exp_end: datetime | None,
     exp_expr: str | None,
 ) -> None:
-    window = resolve_time_window(start=start, end=end, time_query=time_query, now=NOW)
+    window = resolved(start, end, time_query)
     if exp_start is None and exp_end is None:
         assert window is None
     else:
         assert window == TimeWindow(exp_start, exp_end, exp_expr)
+
+
+def resolved(start: str | None, end: str | None, time_query: str | None) -> TimeWindow | None:
+    """As GET /recall does: the query model reads the instants (service/clock/instants.py Instant)."""
+    q = RecallQuery.model_validate({"start": start, "end": end, "time_query": time_query})
+    return resolve_time_window(start=q.start, end=q.end, time_query=q.time_query, now=NOW)
 
 
 def test_resolve_time_window_response_shape() -> None:
@@ -508,24 +510,29 @@ def test_resolve_time_window_response_shape() -> None:
 @pytest.mark.parametrize(
     ("start", "end", "message"),
     [
-        ("not-a-date", None, r"^Invalid start: 'not-a-date' is not a valid ISO 8601"),
-        (None, "2025-02-30", r"^Invalid end: '2025-02-30' is not a valid ISO 8601"),
-        ("   ", None, r"^Invalid start: empty timestamp"),
-        (None, " ", r"^Invalid end: empty timestamp"),
-        ("yesterday", None, r"^Invalid start: "),  # natural language is not a timestamp
-        ("2025-01-01", "nope", r"^Invalid end: "),
+        ("not-a-date", None, r"start\n  'not-a-date' is not a valid ISO 8601"),
+        (None, "2025-02-30", r"end\n  '2025-02-30' is not a valid ISO 8601"),
+        ("yesterday", None, r"start\n  "),  # natural language is not a timestamp
+        ("2025-01-01", "nope", r"end\n  "),
+        ("1736899200", None, r"start\n  '1736899200' is not a valid ISO 8601"),  # nor is a unix time
     ],
 )
 def test_resolve_time_window_invalid_timestamps(
     start: str | None, end: str | None, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        resolve_time_window(start=start, end=end, time_query="last week", now=NOW)
+        resolved(start, end, "last week")
+
+
+@pytest.mark.parametrize(("start", "end"), [("   ", None), (None, " ")])
+def test_blank_bounds_are_not_given(start: str | None, end: str | None) -> None:
+    # A blank query parameter means "not given" (service/api/query_model.py), as it always did on the route.
+    assert resolved(start, end, "last week") == parse_time_expression("last week", NOW)
 
 
 def test_invalid_start_is_reported_even_when_time_query_is_valid() -> None:
-    with pytest.raises(ValueError, match="^Invalid start"):
-        resolve_time_window(start="bad", end=None, time_query="today", now=NOW)
+    with pytest.raises(ValueError, match="start"):
+        resolved("bad", None, "today")
 
 
 @pytest.mark.parametrize(
@@ -541,7 +548,7 @@ def test_resolve_time_window_start_after_end(
     start: str | None, end: str | None, time_query: str | None
 ) -> None:
     with pytest.raises(ValueError, match=r"^Invalid time window: start .* is after end "):
-        resolve_time_window(start=start, end=end, time_query=time_query, now=NOW)
+        resolved(start, end, time_query)
 
 
 @pytest.mark.parametrize("value", [
@@ -550,8 +557,6 @@ def test_resolve_time_window_start_after_end(
     "0001-01-01T00:30:00+01:00", "not a date", "", None, 12,
 ])
 def test_stored_datetime_reads_what_the_full_parser_reads(value):
-    from service.clock.timeparse import stored_datetime
-
     try:
         expected = parse_iso_datetime(str(value)) if value else None
     except ValueError:

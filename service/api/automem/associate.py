@@ -15,7 +15,7 @@ from service.graph.registry import MAX_BATCH
 from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
 from service.api.automem.graph_models import AssociateBatchResponse, AssociateResponse, association_body_schema
 from service.stream.emit import EmitDep
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
 

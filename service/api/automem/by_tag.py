@@ -14,7 +14,7 @@ from service.api.error_docs import ERROR_RESPONSES
 from service.stream.emit import EmitDep
 from service.api.automem.graph_models import BY_TAG_MAX_WINDOW, ByTagQuery, ByTagResponse, DeleteByTagResponse, TagsQuery
 from service.filters.clauses import BY_TAG_SORT, by_tags_query
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 

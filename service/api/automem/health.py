@@ -18,7 +18,7 @@ from service import __version__
 from service.api.errors import error_body
 from service.filters.clauses import count_query
 from service.storage.health import cluster_health
-from service.clock.timeparse import iso, utcnow
+from service.clock.instants import iso, utcnow
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("engram.health")

@@ -9,7 +9,7 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from service.api.automem import analytics as insights
 from service.api.deps import ApiAuth, StoreDep
-from service.clock.timeparse import iso, utcnow
+from service.clock.instants import iso, utcnow
 from service.api.error_docs import ERROR_RESPONSES
 
 router = APIRouter(dependencies=[ApiAuth], responses=ERROR_RESPONSES, tags=["insights"])

@@ -12,7 +12,7 @@ from service.api.responses import dumps
 from service.api.error_docs import ERROR_RESPONSES
 from service.api.automem.recall_models import RecallQuery, RecallResponse
 from service.stream.emit import EmitDep
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 

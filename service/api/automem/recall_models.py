@@ -16,12 +16,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.clock.phrases import extract_date_phrase, zone
+from service.clock.expressions import TimeWindow, resolve_time_window
+from service.clock.instants import Instant
+from service.clock.phrases import extract_date_phrase
 from service.errors import BadRequest
 from service.filters.vocabulary import RecencyBias, ScoringProfile, Sort, StateMode, TagMatch, TagMode
 from service.recall.request import RecallRequest
 from service.api.query_model import QueryModel, list_aliases
-from service.clock.timeparse import TimeWindow, parse_iso_datetime, resolve_time_window
 from service.memory.limits import check_vector
 
 # Bounds on list parameters: each item is a filter clause, an arm or a whole extra query.
@@ -59,9 +60,9 @@ class RecallQuery(QueryModel):
     exclude_tags: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description="Drop memories carrying any of these tags (hierarchy-aware)")
     tag_mode: TagMode = Field("any", description="Whether a memory needs any or all of `tags`")
     tag_match: TagMatch = Field("prefix", description="prefix: `slack` matches `slack:channel:x`; exact: whole tags only")
-    time_query: str | None = Field(None, max_length=200, description="A natural time expression (alias `time`): today, last week, last 30 days, 2025-03, ...")
-    start: str | None = Field(None, max_length=64, description="ISO 8601 start of the time window (inclusive)")
-    end: str | None = Field(None, max_length=64, description="ISO 8601 end of the time window (inclusive)")
+    time_query: str | None = Field(None, max_length=200, description="A natural time expression (alias `time`): today, yesterday, last week, last 30 days, before 2025-03-01, between 2025-01-01 and 2025-01-31; days in RECALL_DATE_TIMEZONE")
+    start: Instant | None = Field(None, description="ISO 8601 start of the time window (inclusive)")
+    end: Instant | None = Field(None, description="ISO 8601 end of the time window (inclusive)")
     context: str | None = Field(None, max_length=500, description="Context label for boosting (e.g. coding-style)")
     language: str | None = Field(None, max_length=100, description="Programming language hint")
     active_path: str | None = Field(None, max_length=1000, description="Current file path, for language detection")
@@ -78,7 +79,10 @@ class RecallQuery(QueryModel):
     state_mode: StateMode = Field("current", description="current: only what is valid now (superseded memories replaced by their chain's head); history: everything")
     current_only: bool | None = Field(None, description="Legacy form of state_mode; wins over it when given")
     state_debug: bool = Field(False, description="Report each suppression and replacement under state_filter")
-    as_of: str | None = Field(None, max_length=64, description="ISO 8601 instant at which validity and supersession are evaluated")
+    as_of: Instant | None = Field(
+        None, description="ISO 8601 instant at which the state is evaluated: memories valid then (t_valid, else their timestamp, "
+        "not after it; not expired or superseded by then)",
+    )
     recency_bias: RecencyBias | None = Field(None, description="Relative-recency re-rank (default RECALL_RECENCY_BIAS, off)")
     scope_fallback: bool = Field(False, description="Fill a short tag-scoped page from an unscoped vector search")
     min_score: float | None = Field(None, ge=0.0, description="Minimum final score (default RECALL_MIN_SCORE, 0)")
@@ -107,22 +111,16 @@ class RecallQuery(QueryModel):
     def to_request(self, settings, *, dimension: int, now: datetime, bank: str | None = None) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
         try:
-            window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now)
+            window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now, tz=settings.date_zone)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         query = self.query
         phrase = None
         if self.parse_dates and window is None and query:
-            phrase = extract_date_phrase(query, now, zone(settings.recall_date_timezone))
+            phrase = extract_date_phrase(query, now, settings.date_zone)
         if phrase is not None:
             # AutoMem's window semantics (both bounds inclusive), as for time_query=today.
             window, query = TimeWindow(phrase.start, phrase.end, phrase.phrase), phrase.content_query or None
-        as_of = None
-        if self.as_of:
-            try:
-                as_of = parse_iso_datetime(self.as_of)
-            except ValueError as exc:
-                raise BadRequest(f"Invalid as_of: {exc}") from None
         state_mode = self.state_mode if self.current_only is None else ("current" if self.current_only else "history")
         offset, offset_warnings = self.page_offset()
         return RecallRequest.from_settings(
@@ -137,7 +135,7 @@ class RecallQuery(QueryModel):
             expand_relations=self.expand_relations, expand_entities=self.expand_entities,
             relation_limit=self.relation_limit, expansion_limit=self.expansion_limit,
             expand_min_importance=self.expand_min_importance, expand_min_strength=self.expand_min_strength,
-            expand_respect_tags=self.expand_respect_tags, state_mode=state_mode, state_debug=self.state_debug, as_of=as_of,
+            expand_respect_tags=self.expand_respect_tags, state_mode=state_mode, state_debug=self.state_debug, as_of=self.as_of,
             recency_bias=self.recency_bias, scope_fallback=self.scope_fallback, min_score=self.min_score,
             adaptive_floor=self.adaptive_floor, auto_decompose=self.auto_decompose, scoring_profile=self.scoring_profile,
             warnings=self.warnings + offset_warnings,

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from service.clock.instants import Instant, to_instant
+
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 FactType = Literal["world", "experience", "observation"]
 # Bounds of a compound tag filter: each leaf is a filter clause.
@@ -100,8 +102,8 @@ class MinScores(_In):
 
 
 class TemporalWindow(_In):
-    start: datetime = Field(..., description="Start of the window (inclusive)")
-    end: datetime = Field(..., description="End of the window (inclusive)")
+    start: Instant = Field(..., description="Start of the window (inclusive)")
+    end: Instant = Field(..., description="End of the window (inclusive)")
 
 
 class RecallBody(_In):
@@ -188,7 +190,7 @@ class EntityIn(_In):
 
 class MemoryItem(_In):
     content: str | list[dict[str, Any]] = Field(..., description="The text, or content blocks (text blocks only: no vision model here)")
-    timestamp: datetime | str | None = Field(None, description="When it happened (ISO 8601); omitted: now; 'unset': timeless")
+    timestamp: datetime | Literal["unset"] | None = Field(None, description="When it happened (ISO 8601); omitted: now; 'unset': timeless")
     context: str | None = Field(None, max_length=2_000)
     metadata: dict[str, str] | None = None
     document_id: str | None = Field(None, min_length=1, max_length=512)
@@ -202,18 +204,19 @@ class MemoryItem(_In):
     @field_validator("timestamp", mode="before")
     @classmethod
     def _timestamp(cls, value: Any) -> Any:
-        """Hindsight's rule: ISO 8601, or 'unset'; anything else is a validation error."""
-        if isinstance(value, str) and value.strip() and value.strip().lower() != "unset":
-            from service.clock.timeparse import parse_iso_datetime
-
-            try:
-                parse_iso_datetime(value)
-            except ValueError:
-                raise ValueError(
-                    f"Invalid timestamp/event_date format: {value[:64]!r}. Expected ISO format like '2024-01-15T10:30:00' "
-                    "or '2024-01-15T10:30:00Z', or the special value 'unset' to store without a timestamp."
-                ) from None
-        return value
+        """Hindsight's rule: an ISO 8601 instant (service/clock/instants.py), or 'unset'; empty is
+        omitted; anything else (a number too) is a validation error in Hindsight's words."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if isinstance(value, str) and value.strip().lower() == "unset":
+            return "unset"
+        try:
+            return to_instant(value)
+        except ValueError:
+            raise ValueError(
+                f"Invalid timestamp/event_date format: {str(value)[:64]!r}. Expected ISO format like '2024-01-15T10:30:00' "
+                "or '2024-01-15T10:30:00Z', or the special value 'unset' to store without a timestamp."
+            ) from None
 
 
 class RetainBody(_In):

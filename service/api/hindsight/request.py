@@ -6,15 +6,15 @@ The pipeline is AutoMem's; this module only translates:
 - `types` (all three when omitted, spec 002) is the fact-type filter;
 - `min_scores.semantic` / `.keyword` floor their own arm, `.final` is the post-filter; a `reranker`
   floor is refused (no reranker runs here);
-- `temporal_window` (else a date phrase found in the query, relative to `query_timestamp`) feeds
-  the temporal arm; `query_timestamp` is also the instant recency is scored against;
+- `temporal_window` (else the first date the query names, service/clock/phrases.py `query_window`,
+  read against `query_timestamp` in RECALL_DATE_TIMEZONE) feeds the temporal arm; `query_timestamp`
+  is also the instant recency is scored against;
 - the bank's profile switches off arms (enable_text_search, enable_temporal_retrieval,
   enable_graph_retrieval).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,7 +24,9 @@ from service.errors import BadRequest
 from service.filters import tag_groups as G
 from service.filters.vocabulary import FACT_TYPES
 from service.recall.request import RecallRequest
-from service.clock.timeparse import TimeWindow, parse_iso_datetime, parse_time_expression
+from service.clock.expressions import TimeWindow
+from service.clock.instants import instant_param
+from service.clock.phrases import query_window
 from service.memory.limits import check_text
 
 
@@ -44,21 +46,6 @@ BUDGETS = {
     "mid": Budget(limit=30, relations=True, entities=False),
     "high": Budget(limit=100, relations=True, entities=True),
 }
-# Date phrases looked for in the query: runs of up to this many words (timeparse's vocabulary).
-MAX_PHRASE_WORDS = 6
-_WORD = re.compile(r"[\w:\-./]+")
-
-
-def window_in_query(query: str, anchor: datetime) -> TimeWindow | None:
-    """The longest date phrase in the query ("last week", "yesterday", "last 30 days", a date),
-    relative to `anchor`, as the temporal arm's window; None when there is none."""
-    words = _WORD.findall(query.lower())[:200]
-    for size in range(min(MAX_PHRASE_WORDS, len(words)), 0, -1):
-        for i in range(len(words) - size + 1):
-            found = parse_time_expression(" ".join(words[i : i + size]), anchor)
-            if found is not None and (found.start or found.end):
-                return found
-    return None
 
 
 def leaf_of(g) -> G.Group:
@@ -89,12 +76,8 @@ def _check_strings(body: M.RecallBody) -> None:
 
 
 def query_time(body: M.RecallBody) -> datetime | None:
-    if body.query_timestamp is None:
-        return None
-    try:
-        return parse_iso_datetime(body.query_timestamp)
-    except ValueError as exc:
-        raise BadRequest(f"Invalid query_timestamp format. Expected ISO format (e.g., '2023-05-30T23:40:00'): {exc}") from None
+    """Hindsight parses query_timestamp in the route and answers a bad one with a 400 (not its 422)."""
+    return instant_param("query_timestamp", body.query_timestamp, hint=" format. Expected ISO format (e.g., '2023-05-30T23:40:00')")
 
 
 def to_request(body: M.RecallBody, settings, *, bank: Bank | None, bank_id: str, now: datetime) -> RecallRequest:
@@ -110,7 +93,7 @@ def to_request(body: M.RecallBody, settings, *, bank: Bank | None, bank_id: str,
             raise BadRequest("temporal_window.end is before temporal_window.start")
         window = TimeWindow(body.temporal_window.start, body.temporal_window.end, None)
     elif body.query.strip():
-        window = window_in_query(body.query, anchor or now)
+        window = query_window(body.query, anchor or now, settings.date_zone)
     graph = bank is None or bank.setting("enable_graph_retrieval", True)
     budget = BUDGETS[body.budget]
     return RecallRequest.from_settings(

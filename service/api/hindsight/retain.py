@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from service.api.hindsight.facts import classify_fact
 from service.api.hindsight.models import MemoryItem, RetainBody
 from service.memory.models import MemoryCreate
-from service.clock.timeparse import iso
+from service.clock.instants import iso
 
 # Ids of retained memories: uuid5 in a namespace of their own.
 RETAIN_NAMESPACE = uuid.UUID("3b0c8f0e-52a1-4d7e-9b6f-2f1c9a7d4e11")

@@ -12,7 +12,7 @@ from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightRoute
 from service.api.hindsight.models import BankBody, BankDeleteResponse, BankProfileResponse
 from service.banks.profiles import Bank
 from service.errors import NotFound
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: banks"], responses=HINDSIGHT_ERRORS)
 BANKS = "/v1/default/banks"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request
@@ -20,7 +19,7 @@ from service.storage.bank_queries import bank_tags_page
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.memory.models import valid_id
 from service.stream.emit import EmitDep, Emitter
-from service.clock.timeparse import parse_iso_datetime, utcnow
+from service.clock.instants import instant_param, utcnow
 from service.memory.limits import check_text
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: memories"], responses=HINDSIGHT_ERRORS)
@@ -100,15 +99,6 @@ def retain(body: RetainBody, scope: WriteBank, request: Request, registry: Regis
     return {"success": True, "bank_id": scope.bank, "items_count": len(body.items), "async": False, "memory_ids": ids}
 
 
-def _moment(name: str, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_iso_datetime(value)
-    except ValueError as exc:
-        raise BadRequest(f"Invalid {name}: {exc}") from None
-
-
 @router.get(f"{BANK}/memories/list", summary="List memory units", operation_id="list_memories")
 def list_memories(
     scope: ReadBank, request: Request,
@@ -134,7 +124,7 @@ def list_memories(
             check_text(value, name)
     query, sort = HQ.list_query(
         scope.bank, fact_type=type, q=q, document_id=document_id, tags=tags or (), tags_match=tags_match,
-        time_field=time_field, start=_moment("start_date", start_date), end=_moment("end_date", end_date), state=state, entity_id=entity_id,
+        time_field=time_field, start=instant_param("start_date", start_date), end=instant_param("end_date", end_date), state=state, entity_id=entity_id,
     )
     store = request.app.state.memories.for_bank(scope.bank)
     rows, total = store.page(query, sort, size=limit, offset=offset) if limit else ([], store.count(query))

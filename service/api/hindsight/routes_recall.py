@@ -15,7 +15,7 @@ from service.api.hindsight.request import to_request
 from service.api.responses import dumps
 from service.errors import BadRequest
 from service.stream.emit import EmitDep
-from service.clock.timeparse import utcnow
+from service.clock.instants import utcnow
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: recall"], responses=HINDSIGHT_ERRORS)
 

@@ -18,7 +18,7 @@ from service.memory.types import canonical_type
 from service.recall.request import RecallRequest
 from service.api.query_model import QueryModel
 from service.memory.tags import clean_tags, split_list_param
-from service.clock.timeparse import parse_iso_datetime
+from service.clock.instants import InstantOrBlank
 from service.memory.limits import check_tags, check_text
 
 # spec 004: "Canonical clients serialize an omitted limit as 10 and bound request values to 1..100".
@@ -38,8 +38,8 @@ def _aliases(*names: str) -> AliasChoices:
 class TimeOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    start: str | None = Field(None, max_length=64, description="ISO 8601 start of the window (inclusive)")
-    end: str | None = Field(None, max_length=64, description="ISO 8601 end of the window (exclusive)")
+    start: InstantOrBlank = Field(None, description="ISO 8601 start of the window (inclusive)")
+    end: InstantOrBlank = Field(None, description="ISO 8601 end of the window (exclusive)")
     facets: list[Facet] | None = Field(None, max_length=12, description="Which times must fall in the window (default: all six)")
     mode: Literal["auto", "timeline", "filter"] = Field("auto", description="timeline: the window in time order; filter: the query ranked inside it; auto: timeline without a content query")
 
@@ -57,8 +57,8 @@ class RecallBody(BaseModel):
     project: str | None = Field(None, max_length=NAME_CHARS, description="Only memories of this project")
     pinned: bool | None = Field(None, description="true: pinned memories only")
     importance_min: float | None = Field(None, ge=0.0, le=1.0, validation_alias=_aliases("importance_min", "importanceMin"))
-    since: str | None = Field(None, max_length=64, description="ISO 8601: created at or after")
-    until: str | None = Field(None, max_length=64, description="ISO 8601: created at or before")
+    since: InstantOrBlank = Field(None, description="ISO 8601: created at or after")
+    until: InstantOrBlank = Field(None, description="ISO 8601: created at or before")
     time: TimeOptions | None = Field(None, description="An explicit time window (wins over dates in the query)")
     aggregate: bool = Field(False, description="Aggregate recall; without a language model the evidence comes back with aggregate.partial")
     aggregateBudget: Literal["small", "medium", "large"] | None = Field(None, validation_alias=_aliases("aggregateBudget", "aggregate_budget"))
@@ -97,8 +97,8 @@ class SearchQuery(QueryModel):
     project: str | None = Field(None, max_length=NAME_CHARS)
     pinned: bool | None = Field(None, description="`1` or `true`: pinned memories only")
     importance_min: float | None = Field(None, ge=0.0, le=1.0)
-    since: str | None = Field(None, max_length=64, description="ISO timestamp lower bound")
-    until: str | None = Field(None, max_length=64, description="ISO timestamp upper bound")
+    since: InstantOrBlank = Field(None, description="ISO timestamp lower bound")
+    until: InstantOrBlank = Field(None, description="ISO timestamp upper bound")
     sessionKey: str | None = Field(None, max_length=SESSION_KEY_CHARS, description="Session key for context dedupe (also session_key)")
     agentId: str | None = Field(None, max_length=NAME_CHARS, description="Agent of the session (also agent_id)")
     includeRecalled: bool = Field(False, description="`1` or `true` to return repeats (also include_recalled)")
@@ -117,7 +117,7 @@ class LegacySearchQuery(QueryModel):
     who: str | None = Field(None, max_length=NAME_CHARS)
     pinned: bool | None = None
     importance_min: float | None = Field(None, ge=0.0, le=1.0)
-    since: str | None = Field(None, max_length=64)
+    since: InstantOrBlank = Field(None)
 
 
 class SimilarQuery(QueryModel):
@@ -212,24 +212,15 @@ def type_filter(value: str | None) -> list[str]:
     return list(dict.fromkeys([value, canonical]))
 
 
-def instant(name: str, value: str | None) -> datetime | None:
-    if value is None or not value.strip():
-        return None
-    try:
-        return parse_iso_datetime(value)
-    except ValueError as exc:
-        raise BadRequest(f"Invalid {name}: {exc}") from None
-
-
 def filters(settings, *, type_: str | None, tags, who: str | None, project: str | None, pinned: bool | None,
-            importance_min: float | None, since: str | None, until: str | None) -> dict[str, Any]:
+            importance_min: float | None, since: datetime | None, until: datetime | None) -> dict[str, Any]:
     """The RecallRequest values of Signet's filters, every string checked."""
     return {
         "types": type_filter(checked(type_, "type", NAME_CHARS)),
         "tags": tag_list(tags, settings.limits), "tag_mode": "all", "caller_tags_only": True,
         "who": checked(who, "who", NAME_CHARS), "project": checked(project, "project", NAME_CHARS),
         "pinned": True if pinned else None, "importance_min": importance_min,
-        "since": instant("since", since), "until": instant("until", until),
+        "since": since, "until": until,
     }
 
 

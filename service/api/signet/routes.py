@@ -29,14 +29,14 @@ from service.api.signet.temporal import Temporal, resolve
 from service.api.auth import require_api_token
 from service.auth.tokens import RECALL, Principal
 from service.banks.scope import BankScope, resolve_bank
-from service.clock.phrases import zone
 from service.errors import BadRequest, NotFound
 from service.recall import queries as Q
 from service.filters import clauses as C
 from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
 from service.memory.models import MemoryCreate, valid_id
 from service.stream.emit import EmitDep
-from service.clock.timeparse import TimeWindow, utcnow
+from service.clock.expressions import TimeWindow
+from service.clock.instants import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["signet"])
 FORBIDDEN = {403: {"description": "The token lacks the permission this route needs"}}
@@ -59,7 +59,7 @@ def read_scope(request: Request, principal: Principal, header: str | None, query
 
 
 def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, query: str, limit: int, filters: dict[str, Any],
-            time_options: dict | None, session_key: str | None, agent_id: str | None, include_recalled: bool) -> dict[str, Any]:
+            time_options: M.TimeOptions | None, session_key: str | None, agent_id: str | None, include_recalled: bool) -> dict[str, Any]:
     started = time.perf_counter()
     state = request.app.state
     settings = state.settings
@@ -70,7 +70,7 @@ def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, q
     session_key = M.checked(session_key, "sessionKey", M.SESSION_KEY_CHARS)
     agent_id = M.checked(agent_id, "agentId", M.NAME_CHARS)
     try:
-        temporal = resolve(query, time_options, now, zone(settings.recall_date_timezone))
+        temporal = resolve(query, time_options, now, settings.date_zone)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     dedupe = Dedupe.begin(state.ledger, bank, session_key, agent_id, include_recalled, now)
@@ -111,7 +111,7 @@ def recall(body: M.RecallBody, request: Request, principal: PrincipalDep, backgr
     values = M.filters(request.app.state.settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
                        pinned=body.pinned, importance_min=body.importance_min, since=body.since, until=body.until)
     out = _recall(request, background, emit, bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
-                  filters=values, time_options=body.time.model_dump() if body.time else None, session_key=body.sessionKey,
+                  filters=values, time_options=body.time, session_key=body.sessionKey,
                   agent_id=body.agentId, include_recalled=body.includeRecalled)
     if body.aggregate:
         out["aggregate"] = shaping.aggregate(out["query"], body.aggregateBudget, out["results"])

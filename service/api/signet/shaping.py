@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from service.api.signet.temporal import Temporal, facet_of, js_iso
-from service.clock.timeparse import stored_datetime
+from service.clock.instants import stored_datetime
 
 SCORE_DIGITS = 4
 # Graph stages' match types (expansion), reported as Signet's `graph` source.

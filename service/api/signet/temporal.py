@@ -1,9 +1,11 @@
 """Temporal recall (spec 004): a date phrase in the query or a `time` object -> window, facets, mode.
 
-- A `time` object wins (`source: "request"`): its start/end bound the window, its facets (default:
-  all six) say which stored times must fall in it, `mode` auto|timeline|filter.
-- Otherwise an exact date phrase in the query (service/clock/phrases.py) becomes the day window
-  (`source: "query"`) and the rest of the query the content query.
+- A `time` object wins (`source: "request"`): its start/end (validated instants, models.TimeOptions)
+  bound the window, its facets (default: all six) say which stored times must fall in it, `mode`
+  auto|timeline|filter.
+- Otherwise the first phrase of the query naming one whole day (service/clock/phrases.py, the
+  detector every surface shares) becomes that day's window in RECALL_DATE_TIMEZONE (`source:
+  "query"`) and the rest of the query the content query.
 - mode `auto` is `timeline` when no content query is left (the window's memories in time order)
   and `filter` otherwise (the content query ranked inside the window).
 
@@ -17,14 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+from service.api.signet.models import TimeOptions
+from service.clock.instants import stored_datetime
 from service.clock.phrases import extract_date_phrase
 from service.clock.terms import memory_date_terms, window_terms
-from service.filters.clauses import TEMPORAL_FACETS
-from service.clock.timeparse import parse_iso_datetime, stored_datetime
 
 # The facets a date phrase (or a `time` without facets) searches, in the order spec 004's example reports them.
 DEFAULT_FACETS = ("session", "source", "occurred", "observed", "valid", "captured")
-MODES = ("auto", "timeline", "filter")
 
 
 def js_iso(dt: datetime) -> str:
@@ -51,31 +52,16 @@ class Temporal:
         }
 
 
-def _bound(name: str, value: str | None) -> datetime | None:
-    if value is None or not value.strip():
-        return None
-    try:
-        return parse_iso_datetime(value)
-    except ValueError as exc:
-        raise ValueError(f"time.{name}: {exc}") from None
-
-
-def resolve(query: str, time: Mapping[str, Any] | None, now: datetime, tz: tzinfo) -> Temporal | None:
+def resolve(query: str, time: TimeOptions | None, now: datetime, tz: tzinfo) -> Temporal | None:
     """The temporal side of a recall, or None when neither the query nor `time` names a window."""
     if time is not None:
-        start, end = _bound("start", time.get("start")), _bound("end", time.get("end"))
+        start, end = time.start, time.end
         if start and end and start > end:
             raise ValueError(f"time: start {start.isoformat()} is after end {end.isoformat()}")
-        facets = tuple(dict.fromkeys(time.get("facets") or DEFAULT_FACETS))
-        unknown = [f for f in facets if f not in TEMPORAL_FACETS]
-        if unknown:
-            raise ValueError(f"time.facets: unknown facet {unknown[0]!r}; use {', '.join(TEMPORAL_FACETS)}")
-        mode = time.get("mode") or "auto"
-        if mode not in MODES:
-            raise ValueError(f"time.mode must be one of {', '.join(MODES)}")
         if start is None and end is None:
             return None
-        return Temporal(_mode(mode, query), "request", query, query, start, end, facets)
+        facets = tuple(dict.fromkeys(time.facets or DEFAULT_FACETS))
+        return Temporal(_mode(time.mode, query), "request", query, query, start, end, facets)
     phrase = extract_date_phrase(query, now, tz)
     if phrase is None:
         return None
