@@ -100,7 +100,7 @@ class RecallQuery(QueryModel):
             raise ValueError("offset > 0 is not supported by ranked recall: raise limit instead (or use GET /memory/by-tag)")
         return value
 
-    def to_request(self, settings, *, dimension: int, now: datetime, bank: str | None = None) -> RecallRequest:
+    def to_request(self, settings, *, dimension: int, now: datetime, bank: str) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
         try:
             window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now)
