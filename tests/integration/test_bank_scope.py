@@ -126,3 +126,33 @@ def test_deleting_a_bank_without_a_recall_log_index(make_client):
     report = api.delete("/v1/default/banks/b", headers={"X-Admin-Token": ADMIN})
     assert report.status_code == 200, report.text
     assert (report.json()["memories_deleted"], report.json()["recall_ledger_deleted"], report.json()["recall_log_deleted"]) == (1, 0, 0)
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "fragment"), [
+    ("post", "/api/memory/recall", {"json": {"query": "x", "scope": 5}}, "scope"),
+    ("post", "/api/memory/recall", {"json": {"query": "x", "scope": ["b"]}}, "scope"),
+    ("post", "/api/memory/recall", {"json": {"query": "x", "scope": "a\u0000b"}}, "Invalid scope"),
+    ("post", "/api/memory/recall", {"json": {"query": "x", "scope": "x" * 300}}, "Invalid scope"),
+    ("post", "/api/memory/recall", {"json": {"query": "x", "scope": "a"}, "headers": {"X-Bank": "b"}}, "different banks"),
+    ("get", "/api/memory/search", {"params": {"q": "x", "scope": "a"}, "headers": {"X-Bank": "b"}}, "different banks"),
+    ("get", "/api/memory/search", {"params": {"q": "x", "scope": "../etc"}}, "Invalid scope"),
+    ("get", "/recall", {"params": {"query": "x"}, "headers": {"X-Bank": ("é" * 5).encode()}}, "Invalid bank"),
+    ("get", "/recall", {"params": {"query": "x", "bank": "x" * 10_000}}, "Invalid bank"),
+    ("post", "/admin/reembed", {"json": {"bank": {"x": 1}}, "headers": {"X-Admin-Token": ADMIN}}, "bank"),
+    ("post", "/admin/reembed", {"json": {"bank": "a"}, "headers": {"X-Admin-Token": ADMIN, "X-Bank": "b"}}, "different banks"),
+    ("get", "/v1/default/banks/a%20b/stats", {}, "Invalid bank id"),
+])
+def test_hostile_bank_names_are_400(api, method, path, kwargs, fragment):
+    resp = getattr(api, method)(path, **kwargs)
+    assert resp.status_code == 400, resp.text
+    assert fragment in resp.json()["message"], resp.text
+
+
+def test_signet_scope_in_the_query_string_selects_the_bank(api):
+    """spec 004 / issue 25 item 10: GET /api/memory/search?scope=world:alpha reads bank world:alpha."""
+    mid = api.post("/memory", json={"content": "The alpha world keeps its own notes"}, headers={"X-Bank": "world:alpha"}).json()["memory_id"]
+    api.post("/memory", json={"content": "The default world keeps notes too"})
+    got = api.get("/api/memory/search", params={"q": "world notes", "scope": "world:alpha"})
+    assert got.status_code == 200 and [r["id"] for r in got.json()["results"]] == [mid]
+    legacy = api.get("/memory/search", params={"q": "notes", "scope": "world:alpha"}).json()
+    assert [r["id"] for r in legacy["results"]] == [mid]
