@@ -71,20 +71,19 @@ async def admin_body(request: Request, header: BankHeader = None, query: AdminBa
     return _one(await _json_field(request, "bank"), header or query, what="the body's bank and X-Bank / ?bank=")
 
 
-def _invalid(name: str, what: str) -> BadRequest:
-    return BadRequest(f"Invalid {what} {name[:80]!r}: a bank name is 1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit ({BANK_PATTERN})")
+RULE = f"1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit ({BANK_PATTERN})"
 
 
-def _valid(name: Any, what: str) -> Any:
-    """A bank name the client gave as `what`, refused in its own words when it cannot be a bank."""
+def _valid(name: Any, where: str) -> Any:
+    """A bank name the client gave in `where`, refused naming it when it cannot be a bank."""
     if isinstance(name, str) and name.strip() and not valid_bank(name.strip()):
-        raise _invalid(name, what)
+        raise BadRequest(f"Invalid bank {name[:80]!r} in {where}: {RULE}")
     return name
 
 
 async def hindsight_path(bank_id: BankId) -> str:
     if not valid_bank(bank_id):
-        raise _invalid(bank_id, "bank id")
+        raise BadRequest(f"Invalid bank id {bank_id[:80]!r}: {RULE}")
     return bank_id
 
 
