@@ -94,13 +94,26 @@ def test_enrichment_status_names_no_memory_of_another_bank(make_client):
     assert api.get("/enrichment/status", headers={"X-Bank": "b"}).json()["stats"]["last_success_id"] == b1
 
 
+def settled(api, timeout: float = 90.0) -> None:
+    """The enrichment worker has nothing queued or in flight, three looks in a row."""
+    worker, deadline, quiet = api.app.state.enrichment, time.monotonic() + timeout, 0
+    while quiet < 3:
+        assert time.monotonic() < deadline, "enrichment did not settle"
+        quiet = quiet + 1 if worker.idle() else 0
+        time.sleep(0.05)
+
+
 def test_deleting_a_bank_removes_its_recall_ledger_and_recall_log(make_client, os_client):
-    api = make_client(write_refresh="true", recall_log_enabled=True, recall_log_include_query=True)
+    """With enrichment on: the bank is deleted while the worker may still be enriching its memories,
+    and once the worker is done nothing of the bank is left anywhere."""
+    api = make_client(write_refresh="true", recall_log_enabled=True, recall_log_include_query=True, enrichment_enabled=True)
     settings = api.app.state.settings
     for bank in ("a", "b"):
+        for i in range(4):  # neighbours and a thread: enrichment writes SIMILAR_TO and PRECEDED_BY edges
+            api.post("/memory", json={"content": f"Ada Lovelace wrote note {i} on the engine", "tags": ["session:s1"]}, headers={"X-Bank": bank})
         api.post("/memory", json={"content": f"Bank {bank} holds the zebra quartz plans"}, headers={"X-Bank": bank})
-        resp = api.post("/api/memory/recall", json={"query": "zebra quartz", "sessionKey": f"s-{bank}"}, headers={"X-Bank": bank})
-        assert resp.status_code == 200 and len(resp.json()["results"]) == 1, resp.text
+        resp = api.post("/api/memory/recall", json={"query": "zebra quartz", "sessionKey": f"s-{bank}", "limit": 1}, headers={"X-Bank": bank})
+        assert resp.status_code == 200 and [r["content"] for r in resp.json()["results"]] == [f"Bank {bank} holds the zebra quartz plans"], resp.text
         assert api.get("/recall", params={"query": "zebra quartz plans"}, headers={"X-Bank": bank}).status_code == 200
     assert api.app.state.recall_log.flush(30)
 
@@ -113,9 +126,12 @@ def test_deleting_a_bank_removes_its_recall_ledger_and_recall_log(make_client, o
     assert (report["recall_ledger_deleted"], report["recall_log_deleted"]) == (1, 2), report
     assert (held(settings.recall_ledger_alias, "b"), held(settings.recall_log_alias, "b")) == (0, 0)
     assert (held(settings.recall_ledger_alias, "a"), held(settings.recall_log_alias, "a")) == (1, 2)
+    settled(api)
+    assert (held(settings.memories_alias, "b"), held(settings.edges_alias, "b")) == (0, 0)  # no write of the worker outlived the bank
+    assert held(settings.memories_alias, "a") == 5
     # A new session in a bank of the same name starts over: nothing is suppressed.
     api.post("/memory", json={"content": "Bank b holds the zebra quartz plans"}, headers={"X-Bank": "b"})
-    again = api.post("/api/memory/recall", json={"query": "zebra quartz", "sessionKey": "s-b"}, headers={"X-Bank": "b"}).json()
+    again = api.post("/api/memory/recall", json={"query": "zebra quartz", "sessionKey": "s-b", "limit": 1}, headers={"X-Bank": "b"}).json()
     assert len(again["results"]) == 1 and again["meta"]["dedupe"]["suppressed"] == 0
 
 
