@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     from service.storage.bootstrap import ensure_indices
 
     ensure_indices(client, settings, embedder.dimension)
-    memories = MemoryStore(client, settings.memories_alias, refresh="false", bank=settings.default_bank)
-    edges = EdgeStore(client, settings.edges_alias, refresh="false", bank=settings.default_bank)
+    memories = MemoryStore(client, settings.memories_alias, refresh="false")
+    edges = EdgeStore(client, settings.edges_alias, refresh="false")
     service = build_consolidation(settings, client, memories, edges, MemoryWriter(settings, memories, edges, embedder))
     try:
         plan = (("full", True), ("creative", True), ("cluster", True),
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             calls, restore = counting(client)
             started = time.perf_counter()
             try:
-                result = service.run(mode, dry)
+                result = service.run(settings.default_bank, mode, dry)
             finally:
                 restore()
             seconds = time.perf_counter() - started

@@ -174,16 +174,13 @@ def capture(url: str, prefix: str, queries: list[Query]) -> list[list[tuple[str,
         def embed_query(self, text):
             raise AssertionError("capture queries carry their embedding")
 
-    memories = MemoryStore(
-        client, settings.memories_alias, refresh=settings.write_refresh, bank=settings.default_bank,
-        access_resolution_s=settings.recall_access_resolution_seconds,
-    )
-    edges = EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh, bank=settings.default_bank)
+    memories = MemoryStore(client, settings.memories_alias, refresh=settings.write_refresh, access_resolution_s=settings.recall_access_resolution_seconds)
+    edges = EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh)
     service = RecallService(settings, memories, NoEmbedder(), edges)  # type: ignore[arg-type]
     out = []
     for q in queries:
         now = datetime.now(timezone.utc)
-        params = RecallQuery.model_validate(q.recall_params(with_embedding=True)).to_request(settings, dimension=dimension, now=now)
+        params = RecallQuery.model_validate(q.recall_params(with_embedding=True)).to_request(settings, dimension=dimension, now=now, bank=settings.default_bank)
         recorder.calls = []
         service.recall(params, now)
         out.append([(m, u, p, encode_body(b)) for m, u, p, b in recorder.calls])

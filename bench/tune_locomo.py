@@ -51,7 +51,7 @@ def gather(limit: int = 10, prefix: str = "bench-locomo", data_path: Path = DEFA
     out = []
     questions = [(s["sample_id"], qa) for s in data for qa in s["qa"] if qa.get("category") in CATEGORIES]
     for sample_id, qa in tqdm(questions, desc="retrieve", file=sys.stderr):
-        p = RecallRequest.from_settings(settings, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
+        p = RecallRequest.from_settings(settings, bank=settings.default_bank, query=qa["question"], tags=[f"locomo:{sample_id}"], limit=limit)
         outcome = svc.run_query(p, p.query, limit, now, Timings(), None)
         cands = [h.candidate("vector") for h in outcome.hits.values()]
         prev = {mid: h.source.get("thread_prev") for mid, h in outcome.hits.items()}

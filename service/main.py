@@ -104,11 +104,9 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             raise
         state = app.state
         state.settings, state.client, state.embedder, state.opensearch_url = cfg, client, model, url
-        state.memories = MemoryStore(
-            client, cfg.memories_alias, refresh=cfg.write_refresh, bank=cfg.default_bank,
-            access_resolution_s=cfg.recall_access_resolution_seconds,
-        )
-        state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh, bank=cfg.default_bank)
+        # One of each for every bank: each call names its bank (service/api/scope.py resolves it per request).
+        state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
+        state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)

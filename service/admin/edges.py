@@ -34,9 +34,10 @@ class EdgeOutcome:
 
 
 class EdgeWriter:
-    def __init__(self, client: OpenSearch, memories: MemoryStore, edges_alias: str, *, refresh: str = "false"):
+    def __init__(self, client: OpenSearch, memories: MemoryStore, edges_alias: str, *, bank: str, refresh: str = "false"):
         self.client = client
         self.memories = memories
+        self.bank = bank  # one import job's bank
         self.alias = edges_alias
         self.refresh = refresh
 
@@ -44,7 +45,7 @@ class EdgeWriter:
         """`known`: memories the caller has just written itself. They are not looked up: a realtime
         get of a memory not refreshed yet makes the engine refresh, once per request, mid-load."""
         outcomes = [EdgeOutcome() for _ in records]
-        found = set(known) | self.memories.existing([x for r in records for x in (r.source_id, r.target_id) if x not in known])
+        found = set(known) | self.memories.existing(self.bank, [x for r in records for x in (r.source_id, r.target_id) if x not in known])
         todo: list[int] = []
         for i, r in enumerate(records):
             missing = next((x for x in (r.source_id, r.target_id) if x not in found), None)
@@ -62,7 +63,7 @@ class EdgeWriter:
             before = stored.get(r.edge_id, {})
             created = r.created_at or before.get("created_at") or r.updated_at or when
             docs.append((r.edge_id, {
-                "bank": self.memories.bank, "source_id": r.source_id, "target_id": r.target_id, "type": r.type,
+                "bank": self.bank, "source_id": r.source_id, "target_id": r.target_id, "type": r.type,
                 "strength": r.strength, "created_at": created, "updated_at": r.updated_at or before.get("updated_at") or created,
                 "properties": r.properties,
             }))
@@ -77,12 +78,12 @@ class EdgeWriter:
             return {}
         with engine_errors("read edges"):
             resp = self.client.mget(index=self.alias, body={"ids": edge_ids}, params={"_source_includes": "created_at,updated_at,bank"})
-        return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank") == self.memories.bank}
+        return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank") == self.bank}
 
     def _record_supersessions(self, items: list[tuple[int, EdgeRecord, str]], outcomes: list[EdgeOutcome]) -> None:
         if not items:
             return
-        holders = self.memories.get_many([r.source_id for _, r, _ in items])
+        holders = self.memories.get_many(self.bank, [r.source_id for _, r, _ in items])
         actions, owners = [], []
         for i, r, created in items:
             held = (holders.get(r.source_id) or {}).get("supersessions") or []
@@ -92,6 +93,6 @@ class EdgeWriter:
             entry = {"by": r.target_id, "type": r.type, "at": at, "strength": r.strength}
             actions.append(self.memories.supersession_action(r.source_id, entry, keep_at=True))
             owners.append(i)
-        for i, err in zip(owners, self.memories.bulk(actions, "record supersession", refresh=self.refresh) if actions else []):
+        for i, err in zip(owners, self.memories.bulk(self.bank, actions, "record supersession", refresh=self.refresh) if actions else []):
             if err:
                 outcomes[i] = EdgeOutcome(f"edge stored but the supersession state was not: {err}")

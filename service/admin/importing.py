@@ -151,9 +151,10 @@ class Importer:
         self.settings = settings.model_copy(update={"default_bank": bank})
         self.client = client
         self.embedder = embedder
-        self.store = MemoryStore(client, settings.memories_alias, refresh="false", bank=bank)
-        self.writer = MemoryWriter(self.settings, self.store, EdgeStore(client, settings.edges_alias, refresh="false", bank=bank), embedder)
-        self.edge_writer = EdgeWriter(client, self.store, settings.edges_alias, refresh="false")
+        self.bank = bank
+        self.store = MemoryStore(client, settings.memories_alias, refresh="false")
+        self.writer = MemoryWriter(self.settings, self.store, EdgeStore(client, settings.edges_alias, refresh="false"), embedder)
+        self.edge_writer = EdgeWriter(client, self.store, settings.edges_alias, bank=bank, refresh="false")
         self.fields = memory_fields()
         self.batch_size = max(1, min(batch_size, BATCH_SIZE))
         self.workers = max(1, workers)
@@ -256,7 +257,7 @@ class Importer:
             req = MemoryCreate.model_validate(fields)
             if req.supersedes:
                 raise EngramError("supersedes is not imported; give an association of type EVOLVED_INTO or INVALIDATED_BY from the old memory")
-            prepared = self.writer.prepare(req, now)
+            prepared = self.writer.prepare(self.bank, req, now)
             doc = prepared.doc
             if record.get("supersessions") is not None:
                 doc.update(supersession_summary(check_supersessions(record["supersessions"])))
@@ -288,9 +289,10 @@ class Importer:
             doc, old = it.prepared.doc, stored.get(it.prepared.memory_id)
             if old is None:
                 continue
-            if old.get("bank", self.store.bank) != self.store.bank:
-                # Ids are unique in the index, not per bank: writing it would move the memory out of its bank.
-                self._fail(it.line, it.prepared.memory_id, "store", f"id {it.prepared.memory_id} is a memory of bank {old.get('bank')!r}", it.record)
+            if old.get("bank") != self.bank:
+                # Ids are unique in the index, not per bank: writing it would move the memory out of its
+                # bank. The answer never names that bank.
+                self._fail(it.line, it.prepared.memory_id, "store", f"id {it.prepared.memory_id} is already used by a memory of another bank", it.record)
                 items.remove(it)
                 continue
             for name in KEPT_WHEN_ABSENT:
@@ -301,7 +303,7 @@ class Importer:
             if "embedding" not in doc and old.get("content") == doc["content"] and old.get("embedding_model") == doc["embedding_model"]:
                 reusable.append(it)
         if reusable:
-            vectors = self.store.vectors([it.prepared.memory_id for it in reusable])
+            vectors = self.store.vectors(self.bank, [it.prepared.memory_id for it in reusable])
             for it in reusable:
                 vector = vectors.get(it.prepared.memory_id, (None,))[0]
                 if vector is not None:

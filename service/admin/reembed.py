@@ -68,18 +68,18 @@ def stale_query(bank: str, model: str, *, force: bool) -> dict:
 
 
 def reembed(
-    store: MemoryStore, embedder, *, batch_size: int = 32, limit: int | None = None, force: bool = False,
+    store: MemoryStore, bank: str, embedder, *, batch_size: int = 32, limit: int | None = None, force: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ReembedResult:
     batch_size = max(1, min(batch_size, MAX_BATCH))
     model = embedder.short_name
     result = ReembedResult(model, embedder.dimension, batch_size)
-    query = stale_query(store.bank, model, force=force)
+    query = stale_query(bank, model, force=force)
     for page in transfer.scan(store.client, store.alias, query=query, sort=ORDER, excludes=("embedding", "metadata")):
         if limit is not None:
             page = page[: max(0, limit - result.total)]
         for start in range(0, len(page), batch_size):
-            _batch(store, embedder, page[start : start + batch_size], result)
+            _batch(store, bank, embedder, page[start : start + batch_size], result)
             if progress:
                 progress(len(page[start : start + batch_size]))
         if limit is not None and result.total >= limit:
@@ -89,7 +89,7 @@ def reembed(
     return result
 
 
-def _batch(store: MemoryStore, embedder, docs: list[transfer.Doc], result: ReembedResult) -> None:
+def _batch(store: MemoryStore, bank: str, embedder, docs: list[transfer.Doc], result: ReembedResult) -> None:
     result.total += len(docs)
     try:
         vectors = embedder.embed_documents([d.source.get("content") or "" for d in docs])
@@ -106,7 +106,7 @@ def _batch(store: MemoryStore, embedder, docs: list[transfer.Doc], result: Reemb
         for d, v in zip(docs, vectors)
     ]
     try:
-        errors = store.bulk(actions, "re-embed memories", refresh="false")
+        errors = store.bulk(bank, actions, "re-embed memories", refresh="false")
     except EngramError as exc:
         errors = [exc.message] * len(actions)
     for d, err in zip(docs, errors):

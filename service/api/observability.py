@@ -21,10 +21,12 @@ from prometheus_client import start_http_server
 from prometheus_client.exposition import choose_encoder
 
 from service.api.auth import CHALLENGE, bearer_scheme, header_scheme
+from service.api.deps import MetricsDep, SettingsDep
 from service.config import Settings
 from service.errors import Unauthorized
 from service.observability.metrics import Metrics
 from service.recall.log import RecallLog
+from service.storage.recall_log import RecallLogStore
 from service.observability.request_id import current_request_id, install_request_ids
 from service.storage.probe import StartupError
 from service.api.error_docs import ERROR_RESPONSES
@@ -43,12 +45,11 @@ def install(app: FastAPI, settings: Settings) -> None:
 
 
 async def _metrics_token(
-    request: Request,
+    settings: SettingsDep,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)] = None,
     header: Annotated[str | None, Depends(header_scheme)] = None,
 ) -> None:
     """METRICS_TOKEN (a scrape-only token) or AUTOMEM_API_TOKEN, as a bearer token or X-API-Key."""
-    settings: Settings = request.app.state.settings
     given = bearer.credentials if bearer is not None else header
     accepted = [t for t in (settings.metrics_token, settings.automem_api_token) if t]
     if given is None or not any(secrets.compare_digest(given.encode("utf-8", "surrogatepass"), t.encode("utf-8", "surrogatepass")) for t in accepted):
@@ -60,12 +61,12 @@ router = APIRouter(tags=["health"])
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
                                                                401: ERROR_RESPONSES[401]})
-def metrics(request: Request, _: Annotated[None, Depends(_metrics_token)]) -> Response:
+def metrics(request: Request, registry: MetricsDep, _: Annotated[None, Depends(_metrics_token)]) -> Response:
     """Prometheus metrics: requests and latency per route template and status, recall stage timings,
     engine errors, enrichment / stream / recall-log queues. Needs METRICS_TOKEN or the API token;
     with METRICS_PORT set it moves to that port (without a token) and leaves this one."""
     encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-    return Response(encoder(request.app.state.metrics.registry), media_type=content_type)
+    return Response(encoder(registry.registry), media_type=content_type)
 
 
 class Observability:
@@ -88,7 +89,7 @@ class Observability:
             log.info("metrics on http://%s:%d/metrics", settings.metrics_host, settings.metrics_port)
         recall_log = None
         if settings.recall_log_enabled:
-            recall_log = RecallLog(client, settings.recall_log_alias, queue_size=settings.recall_log_queue_size,
+            recall_log = RecallLog(RecallLogStore(client, settings.recall_log_alias), queue_size=settings.recall_log_queue_size,
                                    include_query=settings.recall_log_include_query, retention_days=settings.recall_log_retention_days)
             recall_log.start()
         state.recall_log = recall_log

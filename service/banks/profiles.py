@@ -71,8 +71,11 @@ class DeleteReport:
     memories_deleted: int = 0
     edges_deleted: int = 0
     consolidation_records_deleted: int = 0
+    recall_ledger_deleted: int = 0  # Signet's session dedupe documents
+    recall_log_deleted: int = 0  # RECALL_LOG_ENABLED documents (with the query text when it is logged)
     profile_deleted: bool = False
 
     @property
     def total(self) -> int:
-        return self.memories_deleted + self.edges_deleted + self.consolidation_records_deleted + int(self.profile_deleted)
+        return (self.memories_deleted + self.edges_deleted + self.consolidation_records_deleted + self.recall_ledger_deleted
+                + self.recall_log_deleted + int(self.profile_deleted))

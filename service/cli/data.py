@@ -219,10 +219,10 @@ def reembed_command(
 
         settings = settings_from(url, prefix, bank)
         engine, embedder = ready(settings, None, None)
-        store = MemoryStore(engine, settings.memories_alias, bank=settings.default_bank)
-        todo = store.count(stale_query(store.bank, embedder.short_name, force=force))
+        store = MemoryStore(engine, settings.memories_alias)
+        todo = store.count(stale_query(settings.default_bank, embedder.short_name, force=force))
         with tqdm(total=min(todo, limit or todo), unit="mem", desc="reembed", file=sys.stderr, disable=no_progress) as bar:
-            body = reembed(store, embedder, batch_size=batch_size, limit=limit, force=force, progress=bar.update).as_dict()
+            body = reembed(store, settings.default_bank, embedder, batch_size=batch_size, limit=limit, force=force, progress=bar.update).as_dict()
     emit(body, as_json, f"re-embedded {body['processed']:,} memories with {body['model']} ({body['failed']:,} failed)")
     if body["failed"]:
         raise typer.Exit(1)

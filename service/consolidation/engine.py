@@ -16,7 +16,6 @@ from typing import Any
 from service.consolidation import queries as Q
 from service.consolidation.clusters import META_ID_PREFIX, Summary
 from service.memory.models import MemoryCreate
-from service.storage.client import engine_errors
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.clock.instants import iso
@@ -33,18 +32,13 @@ EDGE_READ_CAP = 10_000  # index.max_result_window
 
 
 class ConsolidationIO:
+    """Consolidation's reads and writes; each names the bank it acts on (`scan` takes a query that does)."""
+
     def __init__(self, memories: MemoryStore, edges: EdgeStore, writer: MemoryWriter, excluded_types: Sequence[str]):
         self.memories = memories
         self.edges = edges
         self.writer = writer
-        self.bank = memories.bank
         self.excluded_types = tuple(excluded_types)
-
-    def for_bank(self, bank: str) -> ConsolidationIO:
-        """The same reads and writes on another bank (its memories, its edges, its writer)."""
-        if bank == self.bank:
-            return self
-        return ConsolidationIO(self.memories.for_bank(bank), self.edges.for_bank(bank), self.writer.for_bank(bank), self.excluded_types)
 
     # --- reads ------------------------------------------------------------------------------
     def scan(self, query: dict, page: int = SCAN_PAGE) -> Iterator[list[tuple[str, dict]]]:
@@ -57,19 +51,18 @@ class ConsolidationIO:
                 return
             after = hits[-1]["sort"]
 
-    def relationship_counts(self, ids: Sequence[str]) -> dict[str, int]:
+    def relationship_counts(self, bank: str, ids: Sequence[str]) -> dict[str, int]:
         if not ids:
             return {}
-        with engine_errors("count relationships"):
-            resp = self.edges.client.search(index=self.edges.alias, body=Q.relationship_counts_body(self.bank, ids))
+        resp = self.edges.search(Q.relationship_counts_body(bank, ids), "count relationships")
         return Q.parse_relationship_counts(resp, ids)
 
-    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        return {mid: v for mid, (v, _, _) in self.memories.vectors(ids).items() if v is not None}
+    def vectors(self, bank: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        return {mid: v for mid, (v, _, _) in self.memories.vectors(bank, ids).items() if v is not None}
 
-    def neighbours(self, ids: Sequence[str], flt: dict, k: int = NEIGHBOURS) -> dict[str, list[tuple[str, float]]]:
-        """For each id, its k nearest memories under `flt` as (id, cosine), nearest first."""
-        vectors = self.vectors(ids)
+    def neighbours(self, bank: str, ids: Sequence[str], flt: dict, k: int = NEIGHBOURS) -> dict[str, list[tuple[str, float]]]:
+        """For each id, its k nearest memories under `flt` (which filters on the bank) as (id, cosine), nearest first."""
+        vectors = self.vectors(bank, ids)
         out: dict[str, list[tuple[str, float]]] = {mid: [] for mid in ids}
         todo = [mid for mid in ids if mid in vectors]
         for start in range(0, len(todo), KNN_PER_MSEARCH):
@@ -80,33 +73,32 @@ class ConsolidationIO:
                 out[mid] = [(h["_id"], 2.0 * float(h["_score"]) - 1.0) for h in resp["hits"]["hits"] if h["_id"] != mid][:k]
         return out
 
-    def edges_among(self, ids: Sequence[str]) -> set[frozenset[str]]:
+    def edges_among(self, bank: str, ids: Sequence[str]) -> set[frozenset[str]]:
         """Unordered pairs of `ids` already joined by an edge of any type."""
         if not ids:
             return set()
-        with engine_errors("read edges"):
-            hits = self.edges.client.search(index=self.edges.alias, body=Q.edges_among_body(self.bank, ids, EDGE_READ_CAP))["hits"]["hits"]
+        hits = self.edges.search(Q.edges_among_body(bank, ids, EDGE_READ_CAP))["hits"]["hits"]
         return {frozenset((h["_source"]["source_id"], h["_source"]["target_id"])) for h in hits}
 
-    def meta_ids(self) -> list[str]:
+    def meta_ids(self, bank: str) -> list[str]:
         """Every MetaPattern the cluster pass wrote (ids with its prefix), in id order."""
-        query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"term": {"type": "MetaPattern"}}, {"prefix": {"id": META_ID_PREFIX}}]}}
+        query = {"bool": {"filter": [{"term": {"bank": bank}}, {"term": {"type": "MetaPattern"}}, {"prefix": {"id": META_ID_PREFIX}}]}}
         return self.memories.ids_matching(query)
 
-    def contents(self, ids: Sequence[str]) -> dict[str, dict]:
+    def contents(self, bank: str, ids: Sequence[str]) -> dict[str, dict]:
         out: dict[str, dict] = {}
         ids = list(ids)
         for start in range(0, len(ids), SCAN_PAGE):
-            out.update(self.memories.get_many(ids[start : start + SCAN_PAGE]))
+            out.update(self.memories.get_many(bank, ids[start : start + SCAN_PAGE]))
         return out
 
     # --- writes -----------------------------------------------------------------------------
-    def update_memories(self, changes: Mapping[str, dict[str, Any]]) -> list[str]:
+    def update_memories(self, bank: str, changes: Mapping[str, dict[str, Any]]) -> list[str]:
         """Partial updates, one bulk request; returns the ids that failed (logged)."""
         if not changes:
             return []
         actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": doc} for mid, doc in changes.items()]
-        errors = self.memories.bulk(actions, "consolidation update", refresh="false")
+        errors = self.memories.bulk(bank, actions, "consolidation update", refresh="false")
         failed = [a["_id"] for a, err in zip(actions, errors) if err]
         if failed:
             log.warning("consolidation: %d of %d updates failed (first: %s)", len(failed), len(actions), next(e for e in errors if e))
@@ -115,17 +107,17 @@ class ConsolidationIO:
     def refresh(self) -> None:
         self.memories.refresh_now()
 
-    def link(self, edges: Sequence[dict[str, Any]], now: datetime) -> int:
+    def link(self, bank: str, edges: Sequence[dict[str, Any]], now: datetime) -> int:
         """Upsert system edges; returns how many were written."""
         if not edges:
             return 0
-        errors = self.edges.upsert_many(edges, iso(now))
+        errors = self.edges.upsert_many(bank, edges, iso(now))
         failed = [e for e in errors if e]
         if failed:
             log.warning("consolidation: %d of %d edges failed (first: %s)", len(failed), len(edges), failed[0])
         return len(edges) - len(failed)
 
-    def put_summaries(self, summaries: Sequence[Summary], now: datetime) -> int:
+    def put_summaries(self, bank: str, summaries: Sequence[Summary], now: datetime) -> int:
         """Store MetaPattern memories (idempotent ids) through the writer's document builder."""
         docs = []
         for s in summaries:
@@ -138,7 +130,7 @@ class ConsolidationIO:
                     "time_span_days": s.time_span_days, "keywords": list(s.keywords),
                 }},
             )
-            p = self.writer.prepare(req, now)
+            p = self.writer.prepare(bank, req, now)
             # A summary is no turn of a thread (its shared tags may name a session): it neither gives
             # nor takes thread context.
             p.doc.update(thread_key=None, thread_at=None)
@@ -149,12 +141,10 @@ class ConsolidationIO:
             log.warning("consolidation: %d of %d summaries failed (first: %s)", len(failed), len(docs), failed[0])
         return len(docs) - len(failed)
 
-    def delete_memories(self, ids: Sequence[str]) -> int:
-        """Delete memories with their edges and the supersession state they caused (as DELETE does)."""
+    def delete_memories(self, bank: str, ids: Sequence[str]) -> int:
+        """Delete memories with their edges, thread places and the supersession state they caused (as DELETE does)."""
         if not ids:
             return 0
         deleted = self.memories.delete_ids(ids)
-        self.edges.delete_touching(ids)
-        self.writer.threads.forget(ids)  # the memories after them in their threads take the ones before
-        self.memories.clear_supersessions(ids)
+        self.writer.forget_graph(bank, list(ids))
         return deleted

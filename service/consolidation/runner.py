@@ -74,6 +74,7 @@ class Graph:
 
 @dataclass
 class Run:
+    bank: str  # every read and write of the run is of this bank
     now: datetime
     dry_run: bool
     mode: str = "full"
@@ -94,11 +95,11 @@ class Consolidator:
         self.cluster_threshold = settings.consolidation_cluster_similarity_threshold
         self.band = (min(settings.consolidation_creative_min_similarity, self.cluster_threshold), self.cluster_threshold)
 
-    def run(self, mode: str, dry_run: bool, *, decay_threshold: float | None = None, now: datetime | None = None) -> dict[str, Any]:
+    def run(self, bank: str, mode: str, dry_run: bool, *, decay_threshold: float | None = None, now: datetime | None = None) -> dict[str, Any]:
         now = now or datetime.now(timezone.utc)
         started = time.perf_counter()
         result: dict[str, Any] = {"mode": mode, "dry_run": dry_run, "started_at": iso(now), "steps": {}}
-        run = Run(now, dry_run, mode)
+        run = Run(bank, now, dry_run, mode)
         try:
             for step in steps_for(mode):
                 t = time.perf_counter()
@@ -122,8 +123,8 @@ class Consolidator:
             "distribution": {"high": 0, "medium": 0, "low": 0, "archive": 0}, "importance_threshold": threshold,
         }
         before = after = 0.0
-        for page in self.io.scan(Q.memories_query(self.io.bank, min_importance=threshold)):
-            counts = self.io.relationship_counts([mid for mid, _ in page])
+        for page in self.io.scan(Q.memories_query(run.bank, min_importance=threshold)):
+            counts = self.io.relationship_counts(run.bank, [mid for mid, _ in page])
             changed: dict[str, dict] = {}
             for mid, source in page:
                 f = facts_of(mid, source, counts.get(mid, 0))
@@ -137,7 +138,7 @@ class Consolidator:
                     changed[mid] = {"relevance_score": new}
             stats["would_update"] += len(changed)
             if not run.dry_run:
-                stats["updated"] += len(changed) - len(self.io.update_memories(changed))
+                stats["updated"] += len(changed) - len(self.io.update_memories(run.bank, changed))
         if stats["processed"]:
             stats["avg_relevance_before"] = round(before / stats["processed"], 6)
             stats["avg_relevance_after"] = round(after / stats["processed"], 6)
@@ -146,20 +147,20 @@ class Consolidator:
         return stats
 
     # --- the neighbour graph ----------------------------------------------------------------
-    def _candidates(self) -> dict:
+    def _candidates(self, bank: str) -> dict:
         """What creative and cluster work on: active (relevance > 0.3 or never scored), not archived, not MetaPattern."""
-        return Q.memories_query(self.io.bank, excluded_types=self.io.excluded_types, min_relevance=Q.ACTIVE_RELEVANCE)
+        return Q.memories_query(bank, excluded_types=self.io.excluded_types, min_relevance=Q.ACTIVE_RELEVANCE)
 
     def graph(self, run: Run) -> Graph:
         if run.graph is not None:
             return run.graph
         g = Graph()
-        query = self._candidates()
+        query = self._candidates(run.bank)
         low = self.band[0]
         for page in self.io.scan(query):
             for mid, s in page:
                 g.info[mid] = {"type": s.get("type"), "tags": tuple(s.get("tags") or ()), "importance": s.get("importance"), "timestamp": s.get("timestamp")}
-            near = self.io.neighbours([mid for mid, _ in page], query)
+            near = self.io.neighbours(run.bank, [mid for mid, _ in page], query)
             g.neighbours.update({mid: [(n, c) for n, c in lst if c >= low] for mid, lst in near.items()})
         run.graph = g
         return g
@@ -168,12 +169,12 @@ class Consolidator:
     def creative(self, run: Run) -> dict[str, Any]:
         types, sample, neighbours, cluster_of = self._whole_graph(run) if run.mode == "full" else self._sampled_graph(run)
         near = {m for a in sample for m, _ in neighbours.get(a, ())}
-        linked = self.io.edges_among(sorted(set(sample) | near))
+        linked = self.io.edges_among(run.bank, sorted(set(sample) | near))
         links = creative.discover(sample, neighbours, cluster_of, types, linked, self.band, limit=CREATIVE_LIMIT)
         found = [{**link.as_dict(), "discovered_at": iso(run.now)} for link in links]
         created = 0
         if not run.dry_run:
-            created = self.io.link([
+            created = self.io.link(run.bank, [
                 {"source_id": link.memory1_id, "target_id": link.memory2_id, "type": Q.DISCOVERED, "strength": link.confidence,
                  "properties": {"kind": link.kind, "confidence": link.confidence, "similarity": link.similarity,
                                 "origin": "consolidation", "discovered_at": iso(run.now)}}
@@ -195,7 +196,7 @@ class Consolidator:
     def _sampled_graph(self, run: Run):
         """`creative` alone walks only the components of the sampled memories and their partners:
         a few hundred kNN searches whatever the corpus size."""
-        query = self._candidates()
+        query = self._candidates(run.bank)
         types: dict[str, str | None] = {}
         for page in self.io.scan(query):
             types.update({mid: s.get("type") for mid, s in page})
@@ -203,7 +204,7 @@ class Consolidator:
         neighbours: dict[str, list[tuple[str, float]]] = {}
 
         def fetch(todo: list[str]) -> dict[str, list[tuple[str, float]]]:
-            got = {mid: [(n, c) for n, c in near if c >= self.band[0]] for mid, near in self.io.neighbours(todo, query).items()}
+            got = {mid: [(n, c) for n, c in near if c >= self.band[0]] for mid, near in self.io.neighbours(run.bank, todo, query).items()}
             neighbours.update(got)
             return got
 
@@ -215,9 +216,9 @@ class Consolidator:
     def cluster(self, run: Run) -> dict[str, Any]:
         g = self.graph(run)
         groups = C.components(sorted(g.info), g.strong_pairs(self.cluster_threshold), self.settings.consolidation_min_cluster_size)
-        summaries = [self._summarize(group, g) for group in groups]
+        summaries = [self._summarize(run.bank, group, g) for group in groups]
         summaries = [s for s in summaries if s is not None]
-        existing = set(self.io.meta_ids())
+        existing = set(self.io.meta_ids(run.bank))
         wanted = {s.meta_id for s in summaries}
         stale = sorted(existing - wanted)
         stats: dict[str, Any] = {
@@ -227,12 +228,12 @@ class Consolidator:
         }
         if run.dry_run:
             return stats
-        written = self.io.put_summaries(summaries, run.now)
-        self.io.link([
+        written = self.io.put_summaries(run.bank, summaries, run.now)
+        self.io.link(run.bank, [
             {"source_id": s.meta_id, "target_id": m, "type": Q.SUMMARIZES, "strength": 1.0, "properties": {"origin": "consolidation"}}
             for s in summaries for m in s.member_ids
         ], run.now)
-        stats["meta_memories_removed"] = self.io.delete_memories(stale)
+        stats["meta_memories_removed"] = self.io.delete_memories(run.bank, stale)
         new = len(wanted - existing)
         stats["meta_memories_created"] = min(new, written)
         stats["meta_memories_updated"] = max(0, written - new)
@@ -240,9 +241,9 @@ class Consolidator:
             self.io.refresh()
         return stats
 
-    def _summarize(self, group: list[str], g: Graph) -> C.Summary | None:
-        vectors = self.io.vectors(group)
-        contents = self.io.contents(group)
+    def _summarize(self, bank: str, group: list[str], g: Graph) -> C.Summary | None:
+        vectors = self.io.vectors(bank, group)
+        contents = self.io.contents(bank, group)
         members = [
             C.Member(
                 id=m, content=contents.get(m, {}).get("content", ""), type=g.info[m]["type"], tags=g.info[m]["tags"],
@@ -262,8 +263,8 @@ class Consolidator:
                     "reason": "CONSOLIDATION_ARCHIVE_THRESHOLD and CONSOLIDATION_DELETE_THRESHOLD are 0.0"}
         counts_by = {"archived": 0, "deleted": 0, "protected": 0}
         doomed: list[str] = []
-        for page in self.io.scan(Q.memories_query(self.io.bank)):
-            counts = self.io.relationship_counts([mid for mid, _ in page])
+        for page in self.io.scan(Q.memories_query(run.bank)):
+            counts = self.io.relationship_counts(run.bank, [mid for mid, _ in page])
             changed: dict[str, dict] = {}
             for mid, source in page:
                 stats["examined"] += 1
@@ -285,9 +286,9 @@ class Consolidator:
                 else:
                     doomed.append(mid)
             if not run.dry_run:
-                self.io.update_memories(changed)
+                self.io.update_memories(run.bank, changed)
         if not run.dry_run:
-            self.io.delete_memories(doomed)
+            self.io.delete_memories(run.bank, doomed)
             if counts_by["archived"]:
                 self.io.refresh()
         return {**stats, **{f"{k}_count": v for k, v in counts_by.items()}}

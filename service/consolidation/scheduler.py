@@ -3,7 +3,7 @@
 A background thread wakes every CONSOLIDATION_TICK_SECONDS (60) and runs each task whose interval
 (CONSOLIDATION_{DECAY,CREATIVE,CLUSTER,FORGET}_INTERVAL_SECONDS; 0 = disabled) has passed since its
 last run, as AutoMem's ConsolidationScheduler does, for every bank in turn (each bank has its own
-schedule, history and runs). The last runs live in the engine (history.py), so a restart keeps the
+schedule, history and runs). The last runs live in the engine (storage/history.py), so a restart keeps the
 schedule and replicas share it; one run at a time per process.
 """
 
@@ -17,9 +17,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from service.config import Settings
-from service.consolidation.history import TASKS, HistoryStore
 from service.consolidation.runner import Consolidator, affected_count
 from service.clock.instants import iso
+from service.storage.history import TASKS, HistoryStore
 
 log = logging.getLogger("engram.consolidation")
 
@@ -41,6 +41,11 @@ def next_run_text(interval_s: int, last_run: datetime | None, now: datetime) -> 
     return f"In {until.days} day(s)" if until.days > 0 else f"In {until.seconds // 3600} hour(s)"
 
 
+def tasks_for_mode(mode: str) -> list[str]:
+    """The control fields a run of `mode` refreshes (AutoMem runtime_helpers.tasks_for_mode)."""
+    return [*TASKS, "full"] if mode == "full" else [mode]
+
+
 def due_tasks(intervals: dict[str, int], last_runs: dict[str, datetime | None], now: datetime) -> list[str]:
     return [
         t for t in TASKS
@@ -54,12 +59,11 @@ class ConsolidationService:
         publish: Callable[..., None] | None = None, banks: Callable[[], list[str]] | None = None,
     ):
         self.settings = settings
-        self.consolidator = consolidator  # the default bank's
+        self.consolidator = consolidator
         self.history = history
         self.publish = publish or (lambda _type, _data, bank=None: None)
         # Every bank the scheduler consolidates (the bank registry's list); the default bank alone when not given.
-        self.banks = banks or (lambda: [history.bank])
-        self._per_bank: dict[str, tuple[Consolidator, HistoryStore]] = {history.bank: (consolidator, history)}
+        self.banks = banks or (lambda: [settings.default_bank])
         self.intervals = {
             "decay": settings.consolidation_decay_interval_seconds,
             "creative": settings.consolidation_creative_interval_seconds,
@@ -70,37 +74,30 @@ class ConsolidationService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def parts(self, bank: str | None = None) -> tuple[Consolidator, HistoryStore]:
-        """The consolidator and history of one bank (the default bank when None): each bank is
-        consolidated on its own — its memories, its edges, its schedule and history."""
-        bank = bank or self.history.bank
-        if bank not in self._per_bank:
-            self._per_bank[bank] = (Consolidator(self.settings, self.consolidator.io.for_bank(bank)), self.history.for_bank(bank))
-        return self._per_bank[bank]
-
     # --- runs ---------------------------------------------------------------------------------
-    def run(self, mode: str, dry_run: bool, *, trigger: str = "manual", decay_threshold: float | None = None, bank: str | None = None) -> dict[str, Any]:
-        consolidator, history = self.parts(bank)
+    def run(self, bank: str, mode: str, dry_run: bool, *, trigger: str = "manual", decay_threshold: float | None = None) -> dict[str, Any]:
+        """One run on `bank` alone: its memories, its edges, its schedule and history."""
+        history = self.history
         started = time.perf_counter()
         with self._run_lock:
-            result = consolidator.run(mode, dry_run, decay_threshold=decay_threshold)
+            result = self.consolidator.run(bank, mode, dry_run, decay_threshold=decay_threshold)
         affected = affected_count(result)
         if not dry_run:
             # AutoMem persists real runs only: a dry run changes nothing, its history included.
-            history.record(result, trigger=trigger, affected=affected)
+            history.record(bank, result, trigger=trigger, affected=affected)
             if result.get("success") and trigger == "manual":  # a scheduled run's claim already moved the schedule
-                history.mark_ran(mode, result["completed_at"], utcnow())
+                history.mark_ran(bank, tasks_for_mode(mode), result["completed_at"], utcnow())
         elapsed = round((time.perf_counter() - started) * 1000, 1)
         log.info("consolidation_run", extra={
             "mode": mode, "trigger": trigger, "dry_run": dry_run, "success": result.get("success"),
             "affected_count": affected, "latency_ms": elapsed, "steps": list(result.get("steps", {})),
-            "changes": result.get("changes", {}), "bank": history.bank,
+            "changes": result.get("changes", {}), "bank": bank,
         })
         self.publish("consolidation.run", {
             "task_type": mode, "affected_count": affected, "elapsed_ms": elapsed, "success": bool(result.get("success")),
-            "next_scheduled": self.next_runs(utcnow(), bank).get(mode, "unknown"), "steps": list(result.get("steps", {})),
+            "next_scheduled": self.next_runs(bank, utcnow()).get(mode, "unknown"), "steps": list(result.get("steps", {})),
             "dry_run": dry_run, "trigger": trigger, "changes": result.get("changes", {}),
-        }, bank=history.bank)
+        }, bank=bank)
         return result
 
     def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -115,29 +112,28 @@ class ConsolidationService:
         return results
 
     def tick_bank(self, bank: str, now: datetime) -> list[dict[str, Any]]:
-        history = self.parts(bank)[1]
+        history = self.history
         results = []
-        doc, seq_no, term = history.control(now)
+        doc, seq_no, term = history.control(bank, now)
         for task in due_tasks(self.intervals, history.last_runs(doc), now):
-            if not history.claim(task, doc, seq_no, term, now):
+            if not history.claim(bank, task, doc, seq_no, term, now):
                 log.info("consolidation %s of bank %s: claimed by another replica", task, bank)
-                doc, seq_no, term = history.control(now)
+                doc, seq_no, term = history.control(bank, now)
                 continue
             threshold = self.settings.consolidation_decay_importance_threshold if task == "decay" else None
-            results.append(self.run(task, False, trigger="scheduled", decay_threshold=threshold, bank=bank))
-            doc, seq_no, term = history.control(now)
+            results.append(self.run(bank, task, False, trigger="scheduled", decay_threshold=threshold))
+            doc, seq_no, term = history.control(bank, now)
         return results
 
     # --- status -------------------------------------------------------------------------------
-    def next_runs(self, now: datetime, bank: str | None = None) -> dict[str, str]:
-        history = self.parts(bank)[1]
-        last = history.last_runs(history.peek(now))
+    def next_runs(self, bank: str, now: datetime) -> dict[str, str]:
+        last = self.history.last_runs(self.history.peek(bank, now))
         return {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS}
 
-    def status(self, bank: str | None = None) -> dict[str, Any]:
+    def status(self, bank: str) -> dict[str, Any]:
         now = utcnow()
-        history = self.parts(bank)[1]
-        last = history.last_runs(history.peek(now))
+        history = self.history
+        last = history.last_runs(history.peek(bank, now))
         schedule = {
             t: {
                 "interval_seconds": self.intervals[t], "last_run": iso(last[t]) if last.get(t) else None,
@@ -148,7 +144,7 @@ class ConsolidationService:
         return {
             "status": "success",
             "next_runs": {t: next_run_text(self.intervals[t], last.get(t), now) for t in TASKS},
-            "history": history.recent(),
+            "history": history.recent(bank),
             "thread_alive": self.thread_alive,
             "tick_seconds": self.settings.consolidation_tick_seconds,
             "schedule": schedule,
@@ -191,6 +187,5 @@ def build_consolidation(
     from service.consolidation.engine import ConsolidationIO
 
     io = ConsolidationIO(memories, edges, writer, settings.excluded_types)
-    history = HistoryStore(client, settings.consolidation_alias, settings.default_bank, settings.consolidation_history_limit,
-                           refresh=settings.write_refresh)
+    history = HistoryStore(client, settings.consolidation_alias, settings.consolidation_history_limit, refresh=settings.write_refresh)
     return ConsolidationService(settings, Consolidator(settings, io), history, publish, banks)

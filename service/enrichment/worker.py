@@ -48,6 +48,8 @@ SCAN_MAX = 10_000
 # An idle worker looks for pending memories this often even without a known backlog: the bulk
 # importer and other service replicas write memories this process was never told about.
 IDLE_SCAN_SECONDS = 60.0
+# The status fields that name one memory (or its error): reported for the asking bank only.
+BANK_FIELDS = ("last_success_id", "last_success_at", "last_error", "last_error_at")
 
 
 def _now() -> str:
@@ -73,11 +75,13 @@ class EnrichmentWorker:
         self.settings = settings
         self.serving = serving  # whether the API is serving clients now (service/enrichment/pacing.py)
         # Own store handles: the worker never waits for a refresh (it refreshes when it must).
-        self.memories = MemoryStore(memories.client, memories.alias, refresh="false", bank=memories.bank)
-        self.edges = EdgeStore(edges.client, edges.alias, refresh="false", bank=edges.bank)
+        self.memories = MemoryStore(memories.client, memories.alias, refresh="false")
+        self.edges = EdgeStore(edges.client, edges.alias, refresh="false")
         self.gazetteer = gazetteer
         self.on_event: EventCallback = on_event or _no_event
         self.stats = EnrichmentStats()
+        # The last success and error of each bank: GET /enrichment/status names no memory of another bank.
+        self._last: dict[str, dict[str, str | None]] = {}
         self._lock = threading.Lock()  # the stats, shared by the worker threads
         self.jobs = JobQueue(settings.enrichment_queue_size, on_drop=self._dropped)
         self._sequence_lock = threading.Lock()  # PRECEDED_BY planning + commit, one batch at a time
@@ -213,9 +217,13 @@ class EnrichmentWorker:
             return
         entities = {s.id: extract_entities(s.source.get("content") or "", self.gazetteer) for s in todo}
         for bank, group in by_bank(todo).items():
-            similar = self._similar(group)
-            with self._sequence_lock:
-                self._commit(group, by_id, entities, similar, bank)
+            try:
+                similar = self._similar(bank, group)
+                with self._sequence_lock:
+                    self._commit(group, by_id, entities, similar, bank)
+            except Exception as exc:  # noqa: BLE001 - one bank's failure is that bank's: the others go on
+                log.exception("enrichment of %d memories of a bank failed", len(group))
+                self._failed([by_id[s.id] for s in group if s.id in by_id], exc)
 
     def read(self, ids: Sequence[str]) -> dict[str, plan.Subject]:
         found = self._read(ids)
@@ -235,13 +243,13 @@ class EnrichmentWorker:
             out[h["_id"]] = plan.Subject(h["_id"], h["_source"], vector, h["_seq_no"], h["_primary_term"])
         return out
 
-    def _similar(self, subjects: Sequence[plan.Subject]) -> dict[str, list[dict]]:
+    def _similar(self, bank: str, subjects: Sequence[plan.Subject]) -> dict[str, list[dict]]:
         """kNN neighbours of each memory among its own bank's."""
         limit = self.settings.enrichment_similarity_limit
         with_vectors = [s for s in subjects if s.vector]
         if not limit or not with_vectors:
             return {}
-        bodies = [plan.knn_body(s.source.get("bank") or self.memories.bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
+        bodies = [plan.knn_body(bank, s.id, s.vector, limit + 1, self.settings.excluded_types) for s in with_vectors]
         responses = self.memories.msearch(bodies)
         threshold = self.settings.enrichment_similarity_threshold
         return {s.id: plan.similar_edges(s.id, r["hits"]["hits"], threshold, limit) for s, r in zip(with_vectors, responses)}
@@ -265,7 +273,6 @@ class EnrichmentWorker:
         if self._dirty:
             self.memories.refresh_now()  # the previous batch's scopes must be visible to this one
             self._dirty = False
-        memories = self.memories.for_bank(bank)
         ids = [s.id for s in subjects]
         before, after = self._neighbours(subjects, ids, bank)
         members = [plan.Member(s.id, s.scope, s.timestamp) for s in subjects if s.timestamp]
@@ -285,7 +292,7 @@ class EnrichmentWorker:
                     doc["embedding"] = s.vector
                 actions.append({"_op_type": "index", "_index": self.memories.alias, "_id": s.id, "_source": doc,
                                 "if_seq_no": s.seq_no, "if_primary_term": s.primary_term})
-            errors = memories.bulk(actions, "store enrichment", refresh="false")
+            errors = self.memories.bulk(bank, actions, "store enrichment", refresh="false")
             self._dirty = True
             conflicted = []
             for s, error in zip(pending, errors):
@@ -298,14 +305,14 @@ class EnrichmentWorker:
             pending = self._replan(conflicted, jobs) if conflicted else []
         for s in pending:  # still conflicting after every round: try again later
             self._retry(jobs[s.id], "the memory kept changing while it was enriched")
-        self._write_edges(subjects, committed, similar, links, repoint, self.edges.for_bank(bank))
+        self._write_edges(bank, subjects, committed, similar, links, repoint)
         for s in committed.values():
             found = entities[s.id]
             with self._lock:
                 self.stats.entities += sum(len(v) for v in found.values())
                 self.stats.similar_edges += len(similar.get(s.id, ()))
                 self.stats.preceded_edges += int(s.id in preceded)
-            self._complete(jobs[s.id], skipped=False)
+            self._complete(jobs[s.id], skipped=False, bank=bank)
 
     def _replan(self, conflicted: list[plan.Subject], jobs: dict[str, Job]) -> list[plan.Subject]:
         """Another write landed since the read: same inputs -> plan again on the new version;
@@ -332,7 +339,7 @@ class EnrichmentWorker:
                 self._requeue(Job(s.id, 0, job.forced))
         return again
 
-    def _write_edges(self, subjects, committed, similar, links, repoint, edges: EdgeStore) -> None:
+    def _write_edges(self, bank: str, subjects, committed, similar, links, repoint) -> None:
         if not committed:
             return
         rerun = [s.id for s in committed.values() if s.enrichment.get("enriched_at")]
@@ -341,9 +348,9 @@ class EnrichmentWorker:
         repointed = [r for r in repoint if any(a == r for a, _ in keep_links)]
         stale = plan.stale_edges_query(rerun, rerun + repointed)
         if stale is not None:
-            edges.delete_matching(stale)
+            self.edges.delete_matching(bank, stale)
         written = [e for mid in committed for e in similar.get(mid, ())] + plan.preceded_edges(keep_links)
-        errors = edges.upsert_many(written, _now())
+        errors = self.edges.upsert_many(bank, written, _now())
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"{len(failed)} enrichment edges failed: {failed[0]}")
@@ -351,22 +358,22 @@ class EnrichmentWorker:
     def _note_seen(self, subject: plan.Subject) -> None:
         """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every
         restart would pick it up again."""
-        self._in_bank(subject.source).bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
-                             "doc": {"enrichment": {"source_updated_at": subject.source.get("updated_at")}}}],
+        self.memories.bulk(self._bank_of(subject.source), [{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
+                           "doc": {"enrichment": {"source_updated_at": subject.source.get("updated_at")}}}],
                            "record enrichment", refresh="false")
 
-    def _in_bank(self, source: dict) -> MemoryStore:
-        """The worker's store on the memory's own bank: updates carry the vector of that bank's memory."""
-        return self.memories.for_bank(source.get("bank") or self.memories.bank)
+    def _bank_of(self, source: dict) -> str:
+        """The memory's own bank: its updates carry the vector of that bank's memory."""
+        return source.get("bank") or self.settings.default_bank
 
     def _banks_of(self, ids: Sequence[str]) -> dict[str, str]:
         """id -> bank of the stored memories among `ids`."""
         body = {"size": len(ids), "_source": ["bank"], "query": {"ids": {"values": list(ids)}}}
         hits = self.memories.search(body)["hits"]["hits"] if ids else []
-        return {h["_id"]: h["_source"].get("bank") or self.memories.bank for h in hits}
+        return {h["_id"]: self._bank_of(h["_source"]) for h in hits}
 
     # --- outcomes -------------------------------------------------------------------------------
-    def _complete(self, job: Job, *, skipped: bool) -> None:
+    def _complete(self, job: Job, *, skipped: bool, bank: str | None = None) -> None:
         elapsed = int((time.perf_counter() - job.started) * 1000)
         with self._lock:
             self.stats.processed_total += 1
@@ -374,8 +381,8 @@ class EnrichmentWorker:
                 self.stats.skipped += 1
             else:
                 self.stats.successes += 1
-                self.stats.last_success_id = job.memory_id
-                self.stats.last_success_at = _now()
+                if bank is not None:
+                    self._last.setdefault(bank, {}).update(last_success_id=job.memory_id, last_success_at=_now())
         self.on_event("enrichment.complete", {"memory_id": job.memory_id, "success": True, "elapsed_ms": elapsed, "skipped": skipped})
 
     def _failed(self, jobs: Sequence[Job], exc: Exception) -> None:
@@ -391,7 +398,6 @@ class EnrichmentWorker:
         with self._lock:
             self.stats.processed_total += 1
             self.stats.failures += 1
-            self.stats.last_error, self.stats.last_error_at = error[:500], now
         elapsed = int((time.perf_counter() - job.started) * 1000)
         self.on_event("enrichment.failed", {"memory_id": job.memory_id, "error": error[:100], "attempt": attempts,
                                             "elapsed_ms": elapsed, "will_retry": will_retry})
@@ -399,8 +405,10 @@ class EnrichmentWorker:
             found = self._read([job.memory_id]).get(job.memory_id)
             current = found.source if found is not None else None
             if current is not None:
+                with self._lock:  # the error is of this memory's bank (a batch fails bank by bank)
+                    self._last.setdefault(self._bank_of(current), {}).update(last_error=error[:500], last_error_at=now)
                 state = plan.failure_state(current.get("enrichment"), attempts=attempts, error=error, now=now, final=not will_retry)
-                self._in_bank(current).bulk([{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
+                self.memories.bulk(self._bank_of(current), [{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
                                    "record enrichment failure", refresh="false")
         except EngineUnavailable:
             pass  # the engine is what failed: the memory stays pending (the outage is logged once, in _run)
@@ -422,7 +430,7 @@ class EnrichmentWorker:
         for bank in sorted(set(banks.values())):
             actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": {"enrichment": {"status": plan.STATUS_PENDING, "forced": True}}}
                        for mid in ids if banks.get(mid) == bank]
-            errors += self.memories.for_bank(bank).bulk(actions, "mark for enrichment", refresh="false")
+            errors += self.memories.bulk(bank, actions, "mark for enrichment", refresh="false")
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"marking {len(failed)} memories for enrichment failed: {failed[0]}")
@@ -439,12 +447,13 @@ class EnrichmentWorker:
                       "cancelled": stats.cancelled, "dropped": stats.dropped}
         return {"queue_size": self.jobs.size(), "queue_capacity": self.jobs.capacity, "inflight": inflight, **totals}
 
-    def status(self, bank: str | None = None) -> dict[str, Any]:
-        """The worker's state; `stored` counts the memories of `bank` (the default bank when None)."""
+    def status(self, bank: str) -> dict[str, Any]:
+        """The worker's state: its queue and totals (it serves every bank), the last success and error
+        of `bank` only, and `stored`: the enrichment states of `bank`'s memories."""
         pending, inflight = self.jobs.counts()
         with self._lock:
-            stats = self.stats.to_dict()
-        resp = self.memories.search(plan.status_counts_body(bank or self.memories.bank))
+            stats = {**self.stats.to_dict(), **dict.fromkeys(BANK_FIELDS), **self._last.get(bank, {})}
+        resp = self.memories.search(plan.status_counts_body(bank))
         buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
         return {
             "status": "running" if self.running else "stopped",

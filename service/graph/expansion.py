@@ -227,6 +227,7 @@ class GraphExpander:
 
     def expand(
         self,
+        bank: str,
         req: ExpansionRequest,
         seeds: Sequence[ScoredCandidate],
         sources: Mapping[str, dict],
@@ -240,7 +241,7 @@ class GraphExpander:
         seen = {s.candidate.id for s in seeds}
         budget = req.expansion_limit
         if req.relations:
-            reached = self._relation_targets(req, seeds, flt, out)
+            reached = self._relation_targets(bank, req, seeds, flt, out)
             out.relation = self._score(
                 [(mid, source) for mid, (_, source) in reached.items()], RELATION, scoring, make_candidates,
                 relation={mid: reach.relation_score for mid, (reach, _) in reached.items()}, min_score=req.min_score,
@@ -271,14 +272,14 @@ class GraphExpander:
 
     # --- I/O steps ---------------------------------------------------------------------------------------
     def _relation_targets(
-        self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], flt: dict, out: ExpansionOutcome
+        self, bank: str, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], flt: dict, out: ExpansionOutcome
     ) -> dict[str, tuple[Reach, dict]]:
         if not seeds:
             return {}
         seed_scores = [(s.candidate.id, s.final_score) for s in seeds]
         seed_ids = [sid for sid, _ in seed_scores]
         # The edges to expand along and the seeds' own relations (hydration), in one round trip.
-        edges, hydrated = self.edges.newest_per_memory_many([
+        edges, hydrated = self.edges.newest_per_memory_many(bank, [
             (seed_ids, EXPANDABLE_TYPES, req.relation_limit, req.min_strength),
             (seed_ids, None, req.relation_limit, 0.0),
         ])
@@ -298,10 +299,10 @@ class GraphExpander:
         buckets = {e: raw.get(e, {}).get("top", {}).get("hits", {}).get("hits", []) for e in entities}
         return select_entity_hits(entities, buckets, seen, budget)
 
-    def hydrate(self, ids: Sequence[str], per_id: int) -> dict[str, list[dict]]:
+    def hydrate(self, bank: str, ids: Sequence[str], per_id: int) -> dict[str, list[dict]]:
         """The relations of returned memories, after trimming (spec 000 "Deferred Relation Hydration"):
         each memory's `per_id` newest edges of any type, either direction — one request."""
-        return {mid: relations_of(mid, items) for mid, items in self.edges.newest_per_memory(ids, None, per_id=per_id).items()}
+        return {mid: relations_of(mid, items) for mid, items in self.edges.newest_per_memory(bank, ids, None, per_id=per_id).items()}
 
     # --- scoring -------------------------------------------------------------------------------------------
     @staticmethod

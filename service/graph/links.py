@@ -46,21 +46,21 @@ def success(a: Association) -> dict[str, Any]:
     }
 
 
-def take_back_orphans(memories: MemoryStore, edges: EdgeStore, written: list[Association]) -> dict[str, str]:
+def take_back_orphans(memories: MemoryStore, edges: EdgeStore, bank: str, written: list[Association]) -> dict[str, str]:
     """A memory deleted while its edge was being written: check both ends again (a realtime mget) and
     take back the edges (and supersessions) whose ends are gone; returns {edge id: missing memory}.
     Together with the refresh before DELETE's edge sweep (EdgeStore.delete_touching) no edge outlives
     its memory: either this check sees the deletion, or the deletion's sweep sees the edge."""
     if not written:
         return {}
-    alive = memories.existing([x for a in written for x in (a.source_id, a.target_id)])
+    alive = memories.existing(bank, [x for a in written for x in (a.source_id, a.target_id)])
     gone = {a.edge_id: next(x for x in (a.source_id, a.target_id) if x not in alive)
             for a in written if a.source_id not in alive or a.target_id not in alive}
     if gone:
         edges.delete_ids(list(gone))
         superseders_gone = [a.target_id for a in written if a.edge_id in gone and a.supersedes and a.target_id not in alive]
         if superseders_gone:
-            memories.clear_supersessions(superseders_gone)
+            memories.clear_supersessions(bank, superseders_gone)
     return gone
 
 
@@ -69,10 +69,8 @@ class AssociationService:
         self.memories = memories
         self.edges = edges
 
-    def for_bank(self, bank: str) -> AssociationService:
-        return self if bank == self.memories.bank else AssociationService(self.memories.for_bank(bank), self.edges.for_bank(bank))
-
-    def associate(self, items: list[Any], now: datetime) -> list[ItemOutcome]:
+    def associate(self, bank: str, items: list[Any], now: datetime) -> list[ItemOutcome]:
+        """Edges between memories of `bank`: an end in another bank is answered as missing (404)."""
         outcomes = [ItemOutcome(i, item) for i, item in enumerate(items)]
         for o in outcomes:
             try:
@@ -80,14 +78,14 @@ class AssociationService:
             except AssociationError as exc:
                 o.error, o.status = str(exc), 400
         valid = [o for o in outcomes if o.association]
-        found = self.memories.existing([x for o in valid for x in (o.association.source_id, o.association.target_id)])
+        found = self.memories.existing(bank, [x for o in valid for x in (o.association.source_id, o.association.target_id)])
         for o in valid:
             missing = [x for x in (o.association.source_id, o.association.target_id) if x not in found]
             if missing:
                 o.error, o.status = f"Memory {missing[0]} not found", 404
         todo = [o for o in valid if o.error is None]
         errors = self.edges.upsert_many(
-            [{"source_id": o.association.source_id, "target_id": o.association.target_id, "type": o.association.type,
+            bank, [{"source_id": o.association.source_id, "target_id": o.association.target_id, "type": o.association.type,
               "strength": o.association.strength, "properties": o.association.properties} for o in todo],
             iso(now),
         )
@@ -95,21 +93,21 @@ class AssociationService:
             if err:
                 o.error, o.status = f"edge write failed: {err}", 503
         written = [o for o in todo if o.error is None]
-        self.record_supersessions([o for o in written if o.association.supersedes], now)
-        self._undo_orphans(written)
+        self.record_supersessions(bank, [o for o in written if o.association.supersedes], now)
+        self._undo_orphans(bank, written)
         return outcomes
 
-    def _undo_orphans(self, written: list[ItemOutcome]) -> None:
-        gone = take_back_orphans(self.memories, self.edges, [o.association for o in written])
+    def _undo_orphans(self, bank: str, written: list[ItemOutcome]) -> None:
+        gone = take_back_orphans(self.memories, self.edges, bank, [o.association for o in written])
         for o in written:
             if o.association.edge_id in gone:
                 o.error, o.status = f"Memory {gone[o.association.edge_id]} not found (deleted while the association was written)", 404
 
-    def record_supersessions(self, outcomes: list[ItemOutcome], now: datetime) -> None:
+    def record_supersessions(self, bank: str, outcomes: list[ItemOutcome], now: datetime) -> None:
         actions = []
         for o in outcomes:
             entry, keep_at = supersession_entry(o.association, now)
             actions.append(self.memories.supersession_action(o.association.source_id, entry, keep_at=keep_at))
-        for o, err in zip(outcomes, self.memories.bulk(actions, "record supersession")):
+        for o, err in zip(outcomes, self.memories.bulk(bank, actions, "record supersession")):
             if err is not None and not err.missing:  # missing: deleted meanwhile, see _undo_orphans
                 o.error, o.status = f"edge stored but the supersession state was not: {err}", 503

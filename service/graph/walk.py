@@ -63,15 +63,15 @@ def walk_level(walk: Walk, frontier: Sequence[str], edges: Sequence[dict], depth
 
 
 def related_memories(
-    memories: MemoryStore, edges: EdgeStore, memory_id: str, types: Sequence[str], max_depth: int, limit: int
+    memories: MemoryStore, edges: EdgeStore, bank: str, memory_id: str, types: Sequence[str], max_depth: int, limit: int
 ) -> list[tuple[Reached, dict]]:
     walk = Walk(memory_id)
     frontier = [memory_id]
     for depth in range(1, max_depth + 1):
-        frontier = walk_level(walk, frontier, edges.touching(frontier, types, size=RELATED_SCAN_CAP), depth)
+        frontier = walk_level(walk, frontier, edges.touching(bank, frontier, types, size=RELATED_SCAN_CAP), depth)
         if not frontier:
             break
     if not walk.reached:
         return []
-    page, _ = memories.page(ids_query(memories.bank, list(walk.reached)), IMPORTANCE_SORT, size=limit, offset=0)
+    page, _ = memories.page(ids_query(bank, list(walk.reached)), IMPORTANCE_SORT, size=limit, offset=0)
     return [(walk.reached[mid], source) for mid, source in page]

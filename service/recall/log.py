@@ -19,12 +19,9 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from opensearchpy import OpenSearch
-
 from service.errors import EngramError
 from service.recall.request import RecallRequest
-from service.storage.bulk import run_bulk
-from service.storage.client import engine_errors
+from service.storage.recall_log import RecallLogStore
 from service.clock.instants import iso
 
 log = logging.getLogger("engram.recall_log")
@@ -82,10 +79,8 @@ def recall_document(req: RecallRequest, body: Mapping[str, Any], *, at: datetime
 
 
 class RecallLog:
-    def __init__(self, client: OpenSearch, alias: str, *, queue_size: int = 1_000, include_query: bool = False,
-                 retention_days: int = 30):
-        self.client = client
-        self.alias = alias
+    def __init__(self, store: RecallLogStore, *, queue_size: int = 1_000, include_query: bool = False, retention_days: int = 30):
+        self.store = store
         self.include_query = include_query
         self.retention_days = retention_days
         self._queue: queue.Queue[dict] = queue.Queue(maxsize=queue_size)
@@ -160,9 +155,8 @@ class RecallLog:
             self._maybe_prune()
 
     def write(self, docs: list[dict]) -> None:
-        actions = [{"_op_type": "index", "_index": self.alias, "_source": doc} for doc in docs]
         try:
-            outcomes = run_bulk(self.client, actions, what="write the recall log")
+            outcomes = self.store.write(docs)
         except EngramError as exc:
             self._add("failed", len(docs))
             log.warning("recall log: %d documents not written: %s", len(docs), exc.message)
@@ -185,6 +179,4 @@ class RecallLog:
 
     def prune(self) -> None:
         """Delete documents older than the retention, as an engine task (nothing waits for it)."""
-        body = {"query": {"range": {"timestamp": {"lt": f"now-{self.retention_days}d"}}}}
-        with engine_errors("prune the recall log"):
-            self.client.delete_by_query(index=self.alias, body=body, conflicts="proceed", wait_for_completion=False)
+        self.store.prune(self.retention_days)

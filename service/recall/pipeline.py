@@ -10,7 +10,6 @@ Every stage but the engine calls is a pure function of its module; `recall` read
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -127,20 +126,9 @@ class RecallService:
         )
         self.reranker = load_reranker(settings.recall_rerank_model, top_n=settings.recall_rerank_top_n, weight=settings.recall_rerank_weight)
 
-    def for_bank(self, bank: str) -> RecallService:
-        """The same service reading another bank (the stores' bank filters every query)."""
-        if bank == self.store.bank:
-            return self
-        other = copy.copy(self)
-        other.store = self.store.for_bank(bank)
-        other.edges = self.edges.for_bank(bank) if self.edges is not None else None
-        other.expander = GraphExpander(other.store, other.edges) if other.edges is not None else None
-        return other
-
     # --- the whole request ---------------------------------------------------------------------
     def recall(self, req: RecallRequest, now: datetime, defer: Callable[..., None] | None = None) -> dict:
-        if req.bank != self.store.bank:
-            return self.for_bank(req.bank).recall(req, now, defer)
+        """One recall in `req.bank`: every query of it filters on that bank (service/recall/queries.py)."""
         started, timings = time.perf_counter(), Timings()
         req = self.resolve_tags(req)
         # A page past the first is the same ranking of offset + limit results, sliced (AutoMem's clients
@@ -175,7 +163,7 @@ class RecallService:
             )
             for s in returned
         ]
-        self.track_access(page, pool, now, defer)
+        self.track_access(req.bank, page, pool, now, defer)
         timings.lap("hydrate")
         diagnostics = shaping.Diagnostics(
             keywords=outcomes[0].keywords if len(outcomes) == 1 else sorted({k for o in outcomes for k in o.keywords}),
@@ -332,7 +320,7 @@ class RecallService:
             expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
             respect_tags=req.expand_respect_tags, min_score=req.min_score, text=first.scoring.query or None, vector=first.vector,
         )
-        outcome = self.expander.expand(ask, seeds, pool.sources, flt, first.scoring, lambda items, match: [candidate_of(m, dict(s), match) for m, s in items])
+        outcome = self.expander.expand(req.bank, ask, seeds, pool.sources, flt, first.scoring, lambda items, match: [candidate_of(m, dict(s), match) for m, s in items])
         pool.extras.update(outcome.extras)
         return outcome
 
@@ -345,10 +333,10 @@ class RecallService:
             pool.extras.setdefault(mid, {}).setdefault("relations", relations)
         todo = [s.candidate.id for s in returned if "relations" not in pool.extras.get(s.candidate.id, {})]
         if todo:
-            for mid, relations in self.expander.hydrate(todo, req.relation_limit).items():
+            for mid, relations in self.expander.hydrate(req.bank, todo, req.relation_limit).items():
                 pool.extras.setdefault(mid, {})["relations"] = relations
 
-    def track_access(self, page: Sequence[ScoredCandidate], pool: Pool, now: datetime, defer: Callable[..., None] | None) -> None:
+    def track_access(self, bank: str, page: Sequence[ScoredCandidate], pool: Pool, now: datetime, defer: Callable[..., None] | None) -> None:
         """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent.
         Nothing is deferred when every seed was touched recently: a background task costs a thread-pool
         round trip, and the next request on the same connection waits for it."""
@@ -356,7 +344,7 @@ class RecallService:
                 for s in page if s.candidate.id not in pool.fallback_ids}
         stale = self.store.stale_accesses(seen, now)
         if stale:
-            (defer or _call_now)(self.store.touch, stale, now)
+            (defer or _call_now)(self.store.touch, bank, stale, now)
 
 
 def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:

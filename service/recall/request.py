@@ -99,11 +99,12 @@ class RecallRequest:
             self.sort = "time_desc"  # spec 000: a time window without a query sorts newest first
 
     @classmethod
-    def from_settings(cls, settings, **values) -> "RecallRequest":
+    def from_settings(cls, settings, *, bank: str, **values) -> "RecallRequest":
         """A request with the service's configured defaults; `values` (None = default) override them.
-        `limit` and `per_query_limit` are clamped to RECALL_MAX_LIMIT (spec 000: clamped, not refused)."""
+        `limit` and `per_query_limit` are clamped to RECALL_MAX_LIMIT (spec 000: clamped, not refused).
+        The bank has no default: it is the request's scope (service/api/scope.py), always given."""
         base: dict = {
-            "bank": settings.default_bank, "relation_limit": settings.recall_relation_limit,
+            "bank": bank, "relation_limit": settings.recall_relation_limit,
             "expansion_limit": settings.recall_expansion_limit, "recency_bias": settings.recall_recency_bias,
             "min_score": settings.recall_min_score, "adaptive_floor": settings.recall_adaptive_floor,
             "scoring_profile": settings.search_scoring_profile,

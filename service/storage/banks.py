@@ -3,8 +3,8 @@
 A bank exists once it has a profile (PUT /v1/default/banks/{bank_id}, or a first Hindsight retain)
 or holds memories (an AutoMem write into it is enough). Profiles hold what Hindsight's
 CreateBankRequest carries (name, mission, disposition, the retain and recall switches); statistics
-are engine aggregations; deleting a bank removes its memories, edges, consolidation history and
-profile, and reports how many of each went.
+are engine aggregations; deleting a bank removes its memories, edges, consolidation history, session
+ledger (Signet's dedupe), recall log documents and profile, and reports how many of each went.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class BankRegistry:
         self.memories = settings.memories_alias
         self.edges = settings.edges_alias
         self.consolidation = settings.consolidation_alias
+        self.ledger = settings.recall_ledger_alias
+        self.recall_log = settings.recall_log_alias  # exists only while (or since) RECALL_LOG_ENABLED was on
 
     # --- profiles -----------------------------------------------------------------------------
     def _profile_doc(self, bank: str) -> dict | None:
@@ -143,18 +145,21 @@ class BankRegistry:
 
     # --- deletion ---------------------------------------------------------------------------------
     def delete(self, bank: str) -> DeleteReport:
-        """Memories, edges, consolidation history and profile of the bank, each one delete_by_query
-        (refreshed first, so every write acknowledged before the call is seen). A document another
-        write changed meanwhile (a recall's access tracking) is a version conflict the pass skips: it
-        is deleted by the next pass, at most DELETE_PASSES."""
+        """Memories, edges, consolidation history, session ledger, recall log and profile of the bank,
+        each one delete_by_query (refreshed first, so every write acknowledged before the call is seen).
+        A document another write changed meanwhile (a recall's access tracking) is a version conflict
+        the pass skips: it is deleted by the next pass, at most DELETE_PASSES. A recall log index that
+        was never made (RECALL_LOG_ENABLED off) holds nothing to delete."""
         report = DeleteReport(bank)
         query = {"query": BQ.bank_term(bank)}
-        for name, index in (("memories_deleted", self.memories), ("edges_deleted", self.edges), ("consolidation_records_deleted", self.consolidation)):
+        held = (("memories_deleted", self.memories), ("edges_deleted", self.edges), ("consolidation_records_deleted", self.consolidation),
+                ("recall_ledger_deleted", self.ledger), ("recall_log_deleted", self.recall_log))
+        for name, index in held:
             deleted = 0
-            with engine_errors(f"delete bank {name.split('_')[0]}", write=True):
+            with engine_errors(f"delete bank {name.removesuffix('_deleted').replace('_', ' ')}", write=True):
                 for _ in range(DELETE_PASSES):
-                    self.client.indices.refresh(index=index)
-                    resp = self.client.delete_by_query(index=index, body=query, refresh=True, conflicts="proceed")
+                    self.client.indices.refresh(index=index, ignore_unavailable=True)
+                    resp = self.client.delete_by_query(index=index, body=query, refresh=True, conflicts="proceed", ignore_unavailable=True)
                     deleted += int(resp.get("deleted", 0))
                     if not resp.get("version_conflicts"):
                         break
@@ -163,5 +168,6 @@ class BankRegistry:
             resp = self.client.delete(index=self.alias, id=bank, refresh=self.refresh, ignore=[404])
         report.profile_deleted = resp.get("result") == "deleted"
         log.info("bank_deleted", extra={"bank": bank, "memories": report.memories_deleted, "edges": report.edges_deleted,
-                                        "consolidation_records": report.consolidation_records_deleted})
+                                        "consolidation_records": report.consolidation_records_deleted,
+                                        "recall_ledger": report.recall_ledger_deleted, "recall_log": report.recall_log_deleted})
         return report

@@ -9,7 +9,6 @@ a hub memory with thousands of edges cannot crowd the others out.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -89,25 +88,24 @@ def _chunks(items: Sequence[str], size: int) -> Iterable[list[str]]:
 
 
 class EdgeStore:
-    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for", bank: str = "default"):
+    """One store for every bank: each method takes the bank it acts on."""
+
+    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for"):
         self.client = client
         self.alias = alias
         self.refresh = refresh
-        self.bank = bank
 
-    def for_bank(self, bank: str) -> EdgeStore:
-        if bank == self.bank:
-            return self
-        other = copy.copy(self)
-        other.bank = bank
-        return other
-
-    def count(self) -> int:
+    def count(self, bank: str) -> int:
         with engine_errors("count edges"):
-            return int(self.client.count(index=self.alias, body={"query": {"term": {"bank": self.bank}}})["count"])
+            return int(self.client.count(index=self.alias, body={"query": {"term": {"bank": bank}}})["count"])
+
+    def search(self, body: dict, what: str = "read edges") -> dict:
+        """A search whose body the caller built (consolidation's aggregations); it filters on the bank itself."""
+        with engine_errors(what):
+            return self.client.search(index=self.alias, body=body)
 
     # --- writes ---------------------------------------------------------------------------------
-    def upsert_many(self, edges: Sequence[dict[str, Any]], now: str) -> list[ItemError | None]:
+    def upsert_many(self, bank: str, edges: Sequence[dict[str, Any]], now: str) -> list[ItemError | None]:
         """Create or update many edges in one bulk request; one error message (or None) per edge, in order.
 
         Each edge is `{source_id, target_id, type, strength, properties}`. Re-posting an edge keeps its
@@ -116,7 +114,7 @@ class EdgeStore:
         actions = []
         for e in edges:
             doc = {
-                "bank": self.bank, "source_id": e["source_id"], "target_id": e["target_id"], "type": e["type"],
+                "bank": bank, "source_id": e["source_id"], "target_id": e["target_id"], "type": e["type"],
                 "strength": e["strength"], "updated_at": now, "properties": e.get("properties") or {},
             }
             actions.append({
@@ -125,7 +123,7 @@ class EdgeStore:
             })
         return run_bulk(self.client, actions, what="store edges", refresh=self.refresh)
 
-    def delete_touching(self, memory_ids: Sequence[str]) -> int:
+    def delete_touching(self, bank: str, memory_ids: Sequence[str]) -> int:
         """Delete every edge with either end in memory_ids (one delete_by_query per 10,000 ids).
 
         The index is refreshed first: delete_by_query only sees refreshed documents, and an edge
@@ -135,7 +133,7 @@ class EdgeStore:
             self.client.indices.refresh(index=self.alias)
         deleted = 0
         for chunk in _chunks(list(dict.fromkeys(memory_ids)), TERMS_CHUNK):
-            query = {"bool": {"filter": [{"term": {"bank": self.bank}}, touching_clause(chunk)]}}
+            query = {"bool": {"filter": [{"term": {"bank": bank}}, touching_clause(chunk)]}}
             with engine_errors("delete edges", write=True):
                 resp = self.client.delete_by_query(index=self.alias, body={"query": query}, refresh=True, conflicts="proceed")
             deleted += int(resp.get("deleted", 0))
@@ -145,31 +143,31 @@ class EdgeStore:
         actions = [{"_op_type": "delete", "_index": self.alias, "_id": eid} for eid in dict.fromkeys(edge_ids)]
         if actions:
             deleted_count(self.client, actions, what="delete edges", refresh=self.refresh)
-    def delete_matching(self, query: dict) -> int:
-        """Delete the edges of this bank matching `query` (enrichment replacing its own edges)."""
-        body = {"query": {"bool": {"filter": [{"term": {"bank": self.bank}}, query]}}}
+    def delete_matching(self, bank: str, query: dict) -> int:
+        """Delete the edges of the bank matching `query` (enrichment replacing its own edges)."""
+        body = {"query": {"bool": {"filter": [{"term": {"bank": bank}}, query]}}}
         with engine_errors("delete edges"):
             resp = self.client.delete_by_query(index=self.alias, body=body, refresh=True, conflicts="proceed")
         return int(resp.get("deleted", 0))
 
     # --- reads ----------------------------------------------------------------------------------
     def newest_per_memory(
-        self, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0
+        self, bank: str, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0
     ) -> dict[str, list[dict]]:
         """For each id, its `per_id` newest edges in either direction — one request for all ids."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         with engine_errors("read edges"):
-            resp = self.client.search(index=self.alias, body=per_memory_edges_query(self.bank, ids, types, per_id=per_id, min_strength=min_strength))
+            resp = self.client.search(index=self.alias, body=per_memory_edges_query(bank, ids, types, per_id=per_id, min_strength=min_strength))
         return parse_per_memory(resp, ids)
 
-    def newest_per_memory_many(self, reads: Sequence[tuple[Sequence[str], Sequence[str] | None, int, float]]) -> list[dict[str, list[dict]]]:
+    def newest_per_memory_many(self, bank: str, reads: Sequence[tuple[Sequence[str], Sequence[str] | None, int, float]]) -> list[dict[str, list[dict]]]:
         """Several `newest_per_memory` reads — (ids, types, per_id, min_strength) each — in one _msearch."""
         reads = [(list(dict.fromkeys(ids)), types, per_id, floor) for ids, types, per_id, floor in reads]
         lines: list[dict] = []
         for ids, types, per_id, floor in reads:
-            lines += [{"index": self.alias}, per_memory_edges_query(self.bank, ids, types, per_id=per_id, min_strength=floor)]
+            lines += [{"index": self.alias}, per_memory_edges_query(bank, ids, types, per_id=per_id, min_strength=floor)]
         with engine_errors("read edges"):
             resp = self.client.msearch(body=lines)
         out = []
@@ -177,11 +175,11 @@ class EdgeStore:
             out.append(parse_per_memory(check_sub_response(sub, "read edges"), ids))
         return out
 
-    def touching(self, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
+    def touching(self, bank: str, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
         """Edges touching any of `ids`, newest first, at most `size` — one request."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
         with engine_errors("read edges"):
-            resp = self.client.search(index=self.alias, body=edges_query(self.bank, ids, types, size=size))
+            resp = self.client.search(index=self.alias, body=edges_query(bank, ids, types, size=size))
         return [_edge(h) for h in resp["hits"]["hits"]]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import threading
@@ -49,23 +48,21 @@ def _vector_field(hit: dict) -> list[float] | None:
     return values[0] if isinstance(values[0], list) else values
 
 
+def _of_bank(doc: dict, bank: str) -> bool:
+    """An mget answer: the memory exists and belongs to `bank` (ids are unique across banks)."""
+    return bool(doc.get("found")) and doc["_source"].get("bank") == bank
+
+
 class MemoryStore:
-    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for", bank: str = "default", access_resolution_s: float = 0.0):
+    """One store for every bank: each method that reads or writes memories takes the bank it acts on."""
+
+    def __init__(self, client: OpenSearch, alias: str, *, refresh: str = "wait_for", access_resolution_s: float = 0.0):
         self.client = client
         self.alias = alias
         self.refresh = refresh
-        self.bank = bank
         self.access_resolution_s = access_resolution_s
 
-    def for_bank(self, bank: str) -> MemoryStore:
-        """The same store (client, alias, settings) acting on another bank."""
-        if bank == self.bank:
-            return self
-        other = copy.copy(self)
-        other.bank = bank
-        return other
-
-    def claimed_elsewhere(self, ids: Sequence[str]) -> set[str]:
+    def claimed_elsewhere(self, bank: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` are memories of ANOTHER bank: ids are unique across banks, and writing one
         would take that memory over (an index op replaces the document whatever its bank)."""
         ids = list(dict.fromkeys(ids))
@@ -73,20 +70,20 @@ class MemoryStore:
             return set()
         with engine_errors("check memory ids"):
             resp = self.client.mget(index=self.alias, body={"ids": ids}, params={"_source_includes": "bank"})
-        return {d["_id"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank", self.bank) != self.bank}
+        return {d["_id"] for d in resp["docs"] if d.get("found") and not _of_bank(d, bank)}
 
     # --- single documents -------------------------------------------------------------------
-    def get(self, memory_id: str) -> dict | None:
-        return self.get_many([memory_id]).get(memory_id)
+    def get(self, bank: str, memory_id: str) -> dict | None:
+        return self.get_many(bank, [memory_id]).get(memory_id)
 
-    def get_many(self, ids: Sequence[str]) -> dict[str, dict]:
+    def get_many(self, bank: str, ids: Sequence[str]) -> dict[str, dict]:
         if not ids:
             return {}
         with engine_errors("fetch memories"):
             resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"_source_excludes": ",".join(HIDDEN_FIELDS)})
         out = {}
         for doc in check_docs(resp, "fetch memories"):
-            if doc.get("found") and doc["_source"].get("bank", self.bank) == self.bank:
+            if _of_bank(doc, bank):
                 out[doc["_id"]] = doc["_source"]
         return out
 
@@ -94,18 +91,18 @@ class MemoryStore:
         with engine_errors("store memory", write=True):
             self.client.index(index=self.alias, id=memory_id, body=doc, refresh=self.refresh)
 
-    def read_modify_write(self, memory_id: str, compute: Callable[[dict], dict], *, attempts: int = RMW_ATTEMPTS) -> tuple[dict, dict]:
+    def read_modify_write(self, bank: str, memory_id: str, compute: Callable[[dict], dict], *, attempts: int = RMW_ATTEMPTS) -> tuple[dict, dict]:
         """Optimistic concurrency for changes that depend on the stored document: read the source, the
         vector and the version in one search, `compute(source)` the partial document, and write it only
         if the memory is still at that version (if_seq_no); a lost race reads again and recomputes.
         Writers of one memory in this process take turns (a striped lock), so races are left only
         with other processes and background writes. Returns (source it was computed from, changes)."""
         with _RMW_LOCKS[hash(memory_id) % len(_RMW_LOCKS)]:
-            return self._read_modify_write(memory_id, compute, attempts)
+            return self._read_modify_write(bank, memory_id, compute, attempts)
 
-    def _read_modify_write(self, memory_id: str, compute: Callable[[dict], dict], attempts: int) -> tuple[dict, dict]:
+    def _read_modify_write(self, bank: str, memory_id: str, compute: Callable[[dict], dict], attempts: int) -> tuple[dict, dict]:
         for attempt in range(attempts):
-            found = self._read_for_update(memory_id, refresh_first=attempt > 0)
+            found = self._read_for_update(bank, memory_id, refresh_first=attempt > 0)
             if found is None:
                 raise NotFound(f"Memory {memory_id} not found")
             source, vector, seq_no, term = found
@@ -124,12 +121,12 @@ class MemoryStore:
             time.sleep(random.uniform(0, min(RMW_MAX_PAUSE_S, 0.005 * 2**attempt)))  # spread the contenders out
         raise Conflict(f"update memory: {attempts} concurrent writes in a row changed memory {memory_id} first; retry the update")
 
-    def _read_for_update(self, memory_id: str, *, refresh_first: bool) -> tuple[dict, list[float] | None, int, int] | None:
+    def _read_for_update(self, bank: str, memory_id: str, *, refresh_first: bool) -> tuple[dict, list[float] | None, int, int] | None:
         """Source, vector and version of one memory, all of one refreshed point (doc values only exist
         for refreshed documents): after a lost race the index is refreshed before reading again."""
         body = {
             "size": 1, "seq_no_primary_term": True, "_source": {"excludes": list(HIDDEN_FIELDS)},
-            "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": [memory_id]}}]}},
+            "query": {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": [memory_id]}}]}},
             "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
         }
         for refreshed in ((True,) if refresh_first else (False, True)):
@@ -143,31 +140,31 @@ class MemoryStore:
         return None
 
     # --- vectors ------------------------------------------------------------------------------
-    def vectors(self, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:
-        """{id: (vector or None, _seq_no, _primary_term)} of this bank's stored memories.
+    def vectors(self, bank: str, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:
+        """{id: (vector or None, _seq_no, _primary_term)} of the bank's stored memories.
 
         Doc values are only as fresh as the last refresh: an id not found yet may be a memory written
         since, so the index is refreshed once and read again (a version that moved on since the
         refresh shows up as a conflict in `bulk`, which refreshes and retries)."""
         ids = list(dict.fromkeys(ids))
-        found = self._read_vectors(ids)
+        found = self._read_vectors(bank, ids)
         if len(found) < len(ids):
             self.refresh_now()
-            found = self._read_vectors(ids)
+            found = self._read_vectors(bank, ids)
         return found
 
     def refresh_now(self) -> None:
         with engine_errors("refresh memories"):
             self.client.indices.refresh(index=self.alias)
 
-    def _read_vectors(self, ids: list[str]) -> dict[str, tuple[list[float] | None, int, int]]:
+    def _read_vectors(self, bank: str, ids: list[str]) -> dict[str, tuple[list[float] | None, int, int]]:
         out: dict[str, tuple[list[float] | None, int, int]] = {}
         # In pages: a search returns at most index.max_result_window (10,000) hits.
         for start in range(0, len(ids), ID_PAGE):
             page = ids[start : start + ID_PAGE]
             body = {
                 "size": len(page), "_source": False, "seq_no_primary_term": True,
-                "query": {"bool": {"filter": [{"term": {"bank": self.bank}}, {"ids": {"values": page}}]}},
+                "query": {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": page}}]}},
                 "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
             }
             with engine_errors("read vectors"):
@@ -175,17 +172,21 @@ class MemoryStore:
             out.update({h["_id"]: (_vector_field(h), h["_seq_no"], h["_primary_term"]) for h in hits})
         return out
 
-    def carry_vectors(self, actions: Sequence[dict]) -> list[dict]:
+    def carry_vectors(self, bank: str, actions: Sequence[dict]) -> list[dict | None]:
         """Update actions made safe for an index that keeps vectors out of _source: an update re-indexes
         the document from _source, so each one carries its memory's vector back in (a partial doc gets
-        `embedding`, a script `params.embedding`), guarded by the version the vector was read at."""
+        `embedding`, a script `params.embedding`), guarded by the version the vector was read at.
+        An update of a memory the bank does not hold (missing, or another bank's) is None: not sent."""
         ids = [a["_id"] for a in actions if a.get("_op_type") == "update"]
-        found = self.vectors(ids) if ids else {}
+        found = self.vectors(bank, ids) if ids else {}
         guarded: set[str] = set()
-        out = []
+        out: list[dict | None] = []
         for a in actions:
-            if a.get("_op_type") != "update" or a["_id"] not in found:
-                out.append(a)  # a missing memory fails as document_missing, as it would have
+            if a.get("_op_type") != "update":
+                out.append(a)
+                continue
+            if a["_id"] not in found:
+                out.append(None)
                 continue
             vector, seq_no, term = found[a["_id"]]
             a = {k: v for k, v in a.items() if k != "retry_on_conflict"}  # exclusive with if_seq_no
@@ -202,8 +203,8 @@ class MemoryStore:
             out.append(a)
         return out
 
-    def delete(self, memory_id: str) -> bool:
-        if not self.existing([memory_id]):  # this bank's memories only
+    def delete(self, bank: str, memory_id: str) -> bool:
+        if not self.existing(bank, [memory_id]):  # the bank's memories only
             return False
         with engine_errors("delete memory", write=True):
             resp = self.client.delete(index=self.alias, id=memory_id, refresh=self.refresh, ignore=[404])
@@ -221,7 +222,7 @@ class MemoryStore:
         """The part of `seen` ({id: stored last_accessed}) that `touch` would rewrite; no I/O."""
         return {mid: stored for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)}
 
-    def touch(self, seen: Mapping[str, str | None], now: datetime) -> None:
+    def touch(self, bank: str, seen: Mapping[str, str | None], now: datetime) -> None:
         """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
         without waiting for a refresh.
 
@@ -234,7 +235,7 @@ class MemoryStore:
         if not actions:
             return
         try:
-            self.bulk(actions, "record access", refresh="false")
+            self.bulk(bank, actions, "record access", refresh="false")
         except Exception:  # noqa: BLE001 - access tracking must never fail a recall
             log.warning("last_accessed update failed for %d memories", len(actions), exc_info=True)
 
@@ -264,14 +265,14 @@ class MemoryStore:
         return int(resp.get("deleted", 0))
 
     # --- graph and lifecycle ----------------------------------------------------------
-    def existing(self, ids: Sequence[str]) -> set[str]:
-        """Which of `ids` are stored memories of this bank (one mget, no content transferred)."""
+    def existing(self, bank: str, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are stored memories of the bank (one mget, no content transferred)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return set()
         with engine_errors("check memories"):
             resp = self.client.mget(index=self.alias, body={"ids": ids}, params={"_source_includes": "bank"})
-        return {d["_id"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank", self.bank) == self.bank}
+        return {d["_id"] for d in resp["docs"] if _of_bank(d, bank)}
 
     def supersession_action(self, memory_id: str, entry: dict, *, keep_at: bool, t_invalid: str | None = None) -> dict:
         """A bulk action that records `entry` ({by, type, at, strength}) on the superseded memory."""
@@ -280,9 +281,10 @@ class MemoryStore:
             "script": {"lang": "painless", "source": RECORD_SUPERSESSION, "params": {"entry": entry, "keep_at": keep_at, "t_invalid": t_invalid}},
         }
 
-    def bulk(self, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[ItemError | None]:
-        """Any bulk actions; one outcome per action, in order. Update actions carry their memory's
-        vector (carry_vectors); one that lost a race with another write (409) is retried."""
+    def bulk(self, bank: str, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[ItemError | None]:
+        """Any bulk actions on the bank's memories; one outcome per action, in order. Update actions carry
+        their memory's vector (carry_vectors: an update of another bank's memory finds none and fails as
+        document_missing would); one that lost a race with another write (409) is retried."""
         outcomes: list[ItemError | None] = [None] * len(actions)
         pending = list(range(len(actions)))
         for attempt in range(CONFLICT_ATTEMPTS):
@@ -291,14 +293,18 @@ class MemoryStore:
             if attempt:
                 time.sleep(random.uniform(0, 0.01 * attempt))  # spread the contenders out
                 self.refresh_now()  # the versions read were stale (written since the last refresh)
-            sent = self.carry_vectors([actions[i] for i in pending])
-            results = run_bulk(self.client, sent, what=what, refresh=refresh or self.refresh)
-            for i, outcome in zip(pending, results):
+            carried = self.carry_vectors(bank, [actions[i] for i in pending])
+            sent = [(i, a) for i, a in zip(pending, carried) if a is not None]
+            for i, a in zip(pending, carried):
+                if a is None:  # as the engine answers an update of a missing document
+                    outcomes[i] = ItemError(404, "document_missing_exception", f"memory {actions[i]['_id']} not found")
+            results = run_bulk(self.client, [a for _, a in sent], what=what, refresh=refresh or self.refresh)
+            for (i, _), outcome in zip(sent, results):
                 outcomes[i] = outcome
-            pending = [i for i, outcome in zip(pending, results) if outcome is not None and outcome.conflict and actions[i].get("_op_type") == "update"]
+            pending = [i for (i, _), outcome in zip(sent, results) if outcome is not None and outcome.conflict and actions[i].get("_op_type") == "update"]
         return outcomes
 
-    def clear_supersessions(self, deleted_ids: Sequence[str]) -> int:
+    def clear_supersessions(self, bank: str, deleted_ids: Sequence[str]) -> int:
         """Forget supersessions by deleted memories (their edges are gone). Not an update_by_query:
         that re-indexes from _source, which holds no vector. Chunked: a `terms` query takes at most
         65,536 values (index.max_terms_count), and a delete-by-tag can delete far more memories.
@@ -312,10 +318,10 @@ class MemoryStore:
         cleared = 0
         for start in range(0, len(ids), TERMS_CHUNK):
             chunk = ids[start : start + TERMS_CHUNK]
-            query = {"bool": {"filter": [{"term": {"bank": self.bank}}, {"terms": {"supersessions.by": chunk}}]}}
+            query = {"bool": {"filter": [{"term": {"bank": bank}}, {"terms": {"supersessions.by": chunk}}]}}
             script = {"lang": "painless", "source": CLEAR_SUPERSESSIONS, "params": {"ids": chunk}}
             targets = self.ids_matching(query)
-            errors = self.bulk([{"_op_type": "update", "_index": self.alias, "_id": mid, "script": script} for mid in targets],
+            errors = self.bulk(bank, [{"_op_type": "update", "_index": self.alias, "_id": mid, "script": script} for mid in targets],
                                "clear supersessions", refresh="true")
             failed = [e for e in errors if e is not None and not e.missing]
             if failed:

@@ -31,7 +31,7 @@ class ThreadLinker:
         self.enabled = enabled
 
     # --- writes -------------------------------------------------------------------------------------
-    def link(self, docs: Sequence[tuple[str, dict[str, Any]]], *, fresh_ids: bool) -> Links | None:
+    def link(self, bank: str, docs: Sequence[tuple[str, dict[str, Any]]], *, fresh_ids: bool) -> Links | None:
         """Before a write: give each document of a thread its sequence number and its predecessor's
         text (in place). `fresh_ids`: every id was generated for this write, so no stored memory
         can have taken its context from one of them. Returns what `settle` writes after the write."""
@@ -48,7 +48,6 @@ class ThreadLinker:
         ids = [mid for mid, _ in docs]
         if not members and fresh_ids:
             return None
-        bank = self.store.bank
         firsts: dict[str, Member] = {}
         for m in sorted(members, key=lambda m: m.order):
             firsts.setdefault(m.key, m)
@@ -82,7 +81,7 @@ class ThreadLinker:
                 doc.update(context_fields(links.prev[mid]))
         return links
 
-    def settle(self, links: Links | None, extra: Sequence[tuple[str, dict[str, Any]]] = (), *, failed: Sequence[str] = ()) -> int:
+    def settle(self, bank: str, links: Links | None, extra: Sequence[tuple[str, dict[str, Any]]] = (), *, failed: Sequence[str] = ()) -> int:
         """After the write: the stored memories whose predecessor changed get its text (`failed`: batch
         members that were not stored, which nothing may point to). A failure is logged, never raised:
         the memories are stored, and their context is an aid to ranking only."""
@@ -92,7 +91,7 @@ class ThreadLinker:
             return 0
         actions = [{"_op_type": "update", "_index": self.store.alias, "_id": mid, "doc": fields} for mid, fields in updates]
         try:
-            errors = self.store.bulk(actions, "update thread context")
+            errors = self.store.bulk(bank, actions, "update thread context")
         except Exception:  # noqa: BLE001 - see docstring
             log.warning("thread context of %d memories was not updated", len(actions), exc_info=True)
             return 0
@@ -101,23 +100,23 @@ class ThreadLinker:
             log.warning("thread context of %d memories was not updated: %s", len(failed), failed[0])
         return sum(1 for e in errors if e is None)
 
-    def relink(self, memory_id: str, doc: Mapping[str, Any]) -> int:
+    def relink(self, bank: str, memory_id: str, doc: Mapping[str, Any]) -> int:
         """After a PATCH that changed a memory's content or its place (thread, timestamp): its own
         context, the memory that now follows it, and those whose context came from it."""
         if not self.enabled:
             return 0
         work = dict(doc)
-        links = self.link([(memory_id, work)], fresh_ids=False)
+        links = self.link(bank, [(memory_id, work)], fresh_ids=False)
         own = {name: work.get(name) for name in ("thread_seq", "thread_prev", "thread_context")}
         extra = [] if all(doc.get(name) == value for name, value in own.items()) else [(memory_id, own)]
-        return self.settle(links, extra)
+        return self.settle(bank, links, extra)
 
-    def forget(self, deleted: Sequence[str]) -> int:
+    def forget(self, bank: str, deleted: Sequence[str]) -> int:
         """After a delete: memories whose context came from a deleted memory take the one before it."""
         if not self.enabled or not deleted:
             return 0
-        links = self.link([(mid, {}) for mid in deleted], fresh_ids=False)
-        return self.settle(links)
+        links = self.link(bank, [(mid, {}) for mid in deleted], fresh_ids=False)
+        return self.settle(bank, links)
 
 
 def _members(resp: Mapping[str, Any]) -> list[Member]:

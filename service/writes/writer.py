@@ -72,7 +72,7 @@ def idempotent_id(key: str, bank: str, index: int | None = None) -> str:
 
 
 class MemoryWriter:
-    """Writes into one bank: its stores' (`for_bank` gives the writer of another)."""
+    """Writes memories; every operation names the bank it writes into."""
 
     def __init__(self, settings: Settings, store: MemoryStore, edges: EdgeStore, embedder: Embedder):
         self.settings = settings
@@ -81,18 +81,9 @@ class MemoryWriter:
         self.embedder = embedder
         self.threads = ThreadLinker(store, enabled=settings.thread_context_enabled)
 
-    @property
-    def bank(self) -> str:
-        return self.store.bank
-
-    def for_bank(self, bank: str) -> MemoryWriter:
-        if bank == self.bank:
-            return self
-        return MemoryWriter(self.settings, self.store.for_bank(bank), self.edges.for_bank(bank), self.embedder)
-
-    def _check_ids_free(self, prepared: list[Prepared], where_of=lambda i: "") -> None:
+    def _check_ids_free(self, bank: str, prepared: list[Prepared], where_of=lambda i: "") -> None:
         """A client id already used by another bank's memory is refused (writing it would take it over)."""
-        taken = self.store.claimed_elsewhere([p.memory_id for p in prepared])
+        taken = self.store.claimed_elsewhere(bank, [p.memory_id for p in prepared])
         for i, p in enumerate(prepared):
             if p.memory_id in taken:
                 raise Conflict(f"{where_of(i)}id {p.memory_id} is already used by a memory of another bank; choose another id")
@@ -114,7 +105,7 @@ class MemoryWriter:
                 check_text(getattr(req, name), f"{where}{name}", max_chars=limits.tag_chars)
         check_metadata(req.metadata, limits, f"{where}metadata")
 
-    def prepare(self, req: MemoryCreate, now: datetime, where: str = "", *, memory_id: str | None = None) -> Prepared:
+    def prepare(self, bank: str, req: MemoryCreate, now: datetime, where: str = "", *, memory_id: str | None = None) -> Prepared:
         self.validate(req, where, content=req.content, embedding=req.embedding)
         warnings: list[str] = []
         if req.type is not None:
@@ -131,7 +122,7 @@ class MemoryWriter:
         timestamp = iso(req.timestamp or now)
         doc: dict[str, Any] = {
             "id": memory_id or req.id or str(uuid.uuid4()),
-            "bank": self.bank,
+            "bank": bank,
             "content": req.content,
             **derived_fields(tags, metadata),
             "type": mem_type,
@@ -171,53 +162,54 @@ class MemoryWriter:
             p.doc["embedding"] = vector
 
     # --- operations -------------------------------------------------------------------------------
-    def create(self, req: MemoryCreate, idempotency_key: str | None = None) -> Prepared:
+    def create(self, bank: str, req: MemoryCreate, idempotency_key: str | None = None) -> Prepared:
         """Store one memory. With an Idempotency-Key (and no client id) the memory's id derives from
         the key and the write never overwrites, so a retried request stores once."""
         now = utcnow()
-        old = self._superseded(req)  # 404 before anything is embedded or written
-        prepared = self.prepare(req, now, memory_id=self._keyed_id(req, idempotency_key))
+        old = self._superseded(bank, req)  # 404 before anything is embedded or written
+        prepared = self.prepare(bank, req, now, memory_id=self._keyed_id(bank, req, idempotency_key))
         if old is not None and prepared.memory_id == req.supersedes:
             raise BadRequest("a memory cannot supersede itself")
-        self._check_ids_free([prepared])
+        self._check_ids_free(bank, [prepared])
         self._embed_missing([prepared])
         keyed = idempotency_key is not None and req.id is None
-        links = self.threads.link([(prepared.memory_id, prepared.doc)], fresh_ids=req.id is None and not keyed)
+        links = self.threads.link(bank, [(prepared.memory_id, prepared.doc)], fresh_ids=req.id is None and not keyed)
         if old is None:
             error = self.store.bulk_put([(prepared.memory_id, prepared.doc)], create=keyed)[0]
             if error is not None:
-                self._settle(prepared, error)
+                self._settle(bank, prepared, error)
         else:
-            self._store_superseding(prepared, req, old, now, keyed=keyed)
+            self._store_superseding(bank, prepared, req, old, now, keyed=keyed)
         if not prepared.replayed:
-            self.threads.settle(links)
+            self.threads.settle(bank, links)
         return prepared
 
-    def _keyed_id(self, req: MemoryCreate, key: str | None, index: int | None = None) -> str | None:
+    @staticmethod
+    def _keyed_id(bank: str, req: MemoryCreate, key: str | None, index: int | None = None) -> str | None:
         if req.id is not None or key is None:
             return req.id
-        return idempotent_id(key, self.bank, index)
+        return idempotent_id(key, bank, index)
 
-    def _settle(self, prepared: Prepared, error: ItemError, where: str = "") -> None:
+    def _settle(self, bank: str, prepared: Prepared, error: ItemError, where: str = "") -> None:
         """A keyed create that found its memory stored already: a retry (same content) answers as the
         first call did; another memory under the same key is a conflict. Any other error raises."""
         if not error.conflict:
             raise item_failure(error, f"{where}store memory", prepared.memory_id)
-        stored = self.store.get(prepared.memory_id)
+        stored = self.store.get(bank, prepared.memory_id)
         if stored is None or stored.get("content") != prepared.doc["content"]:
             raise Conflict(f"{where}Idempotency-Key was already used for a different memory ({prepared.memory_id})")
         prepared.doc = {**stored, "id": prepared.memory_id}
         prepared.replayed = True
 
-    def _superseded(self, req: MemoryCreate) -> dict[str, Any] | None:
+    def _superseded(self, bank: str, req: MemoryCreate) -> dict[str, Any] | None:
         if req.supersedes is None:
             return None
-        old = self.store.get(req.supersedes) if valid_id(req.supersedes) else None
+        old = self.store.get(bank, req.supersedes) if valid_id(req.supersedes) else None
         if old is None:
             raise NotFound(f"Memory {req.supersedes} (supersedes) not found")
         return old
 
-    def _store_superseding(self, prepared: Prepared, req: MemoryCreate, old: dict[str, Any], now: datetime, *, keyed: bool) -> None:
+    def _store_superseding(self, bank: str, prepared: Prepared, req: MemoryCreate, old: dict[str, Any], now: datetime, *, keyed: bool) -> None:
         """`supersedes` (beyond AutoMem): the new memory, the old one's t_invalid and its supersession
         state in ONE bulk request on the memories index, then the edge old -> new. AutoMem's client
         needs three calls (store, PATCH, associate) that can half-fail. Every step is idempotent, so a
@@ -228,6 +220,7 @@ class MemoryWriter:
         current_invalid = stored_datetime(old.get("t_invalid"))
         t_invalid = iso(now) if current_invalid is None or current_invalid > now else None
         stored, superseded = self.store.bulk(
+            bank,
             [
                 {"_op_type": "create" if keyed else "index", "_index": self.store.alias, "_id": prepared.memory_id, "_source": prepared.doc},
                 self.store.supersession_action(assoc.source_id, entry, keep_at=keep_at, t_invalid=t_invalid),
@@ -235,39 +228,39 @@ class MemoryWriter:
             "store superseding memory",
         )
         if stored is not None:
-            self._settle(prepared, stored)
+            self._settle(bank, prepared, stored)
         if superseded is not None:
             if superseded.missing:  # deleted since it was read: the new memory stands alone
                 prepared.warnings.append(f"memory {req.supersedes} was deleted while this one was stored; nothing was superseded")
                 return
             raise item_failure(superseded, "record supersession", req.supersedes)
         edge_error = self.edges.upsert_many(
-            [{"source_id": assoc.source_id, "target_id": assoc.target_id, "type": assoc.type, "strength": assoc.strength}], iso(now)
+            bank, [{"source_id": assoc.source_id, "target_id": assoc.target_id, "type": assoc.type, "strength": assoc.strength}], iso(now)
         )[0]
         if edge_error is not None:
             raise EngineUnavailable(
                 f"memory stored and {assoc.source_id} superseded, but the {assoc.type} edge failed ({edge_error}); {MAYBE_APPLIED}"
             )
-        if take_back_orphans(self.store, self.edges, [assoc]):  # either memory was deleted meanwhile
+        if take_back_orphans(self.store, self.edges, bank, [assoc]):  # either memory was deleted meanwhile
             prepared.warnings.append(f"memory {req.supersedes} or this one was deleted while it was stored; nothing was superseded")
 
-    def create_batch(self, reqs: list[MemoryCreate], idempotency_key: str | None = None) -> tuple[list[Prepared], list[str | None]]:
+    def create_batch(self, bank: str, reqs: list[MemoryCreate], idempotency_key: str | None = None) -> tuple[list[Prepared], list[str | None]]:
         """All-or-nothing validation, one embedding batch, one bulk request; per-item write errors returned.
         With an Idempotency-Key, item i without a client id gets an id derived from (key, i)."""
         now = utcnow()
         if any(req.supersedes for req in reqs):
             raise BadRequest("supersedes is accepted by POST /memory only, one memory at a time")
         prepared = [
-            self.prepare(req, now, where=f"memories[{i}].", memory_id=self._keyed_id(req, idempotency_key, i))
+            self.prepare(bank, req, now, where=f"memories[{i}].", memory_id=self._keyed_id(bank, req, idempotency_key, i))
             for i, req in enumerate(reqs)
         ]
         ids = [p.memory_id for p in prepared]
         if len(set(ids)) != len(ids):
             raise BadRequest("memories: duplicate id in batch")
-        self._check_ids_free(prepared, lambda i: f"memories[{i}].")
+        self._check_ids_free(bank, prepared, lambda i: f"memories[{i}].")
         self._embed_missing(prepared)
         keyed = [idempotency_key is not None and req.id is None for req in reqs]
-        links = self.threads.link([(p.memory_id, p.doc) for p in prepared], fresh_ids=not any(req.id is not None or k for req, k in zip(reqs, keyed)))
+        links = self.threads.link(bank, [(p.memory_id, p.doc) for p in prepared], fresh_ids=not any(req.id is not None or k for req, k in zip(reqs, keyed)))
         # Keyed items never overwrite (create); the others upsert as before. One bulk request each.
         errors: list[str | None] = [None] * len(prepared)
         for create in (False, True):
@@ -280,13 +273,13 @@ class MemoryWriter:
                     errors[i] = outcome.reason
                     continue
                 try:
-                    self._settle(prepared[i], outcome, where=f"memories[{i}].")
+                    self._settle(bank, prepared[i], outcome, where=f"memories[{i}].")
                 except EngramError as exc:
                     errors[i] = exc.message
-        self.threads.settle(links, failed=[p.memory_id for p, error in zip(prepared, errors) if error])
+        self.threads.settle(bank, links, failed=[p.memory_id for p, error in zip(prepared, errors) if error])
         return prepared, errors
 
-    def update(self, memory_id: str, req: MemoryUpdate) -> dict[str, Any]:
+    def update(self, bank: str, memory_id: str, req: MemoryUpdate) -> dict[str, Any]:
         """PATCH: validated like POST, embedded once, then a guarded read-modify-write: the derived
         fields are computed from the version the write is conditioned on, so two concurrent PATCHes
         (of tags and of metadata, say) never undo each other."""
@@ -296,7 +289,7 @@ class MemoryWriter:
         given = req.model_dump(exclude_unset=True)
         vector = req.embedding
         if vector is None and req.content is not None:
-            if not self.store.existing([memory_id]):  # 404 before embedding anything
+            if not self.store.existing(bank, [memory_id]):  # 404 before embedding anything
                 raise NotFound(f"Memory {memory_id} not found")
             try:
                 vector = self.embedder.embed_documents([req.content])[0]
@@ -305,33 +298,33 @@ class MemoryWriter:
         updated_at = iso(req.updated_at or utcnow())
         # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
         model_id = None if req.embedding is not None else self.embedder.short_name
-        current, changes = self.store.read_modify_write(memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
+        current, changes = self.store.read_modify_write(bank, memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
         updated = {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
         if any(updated.get(k) != current.get(k) for k in ("content", "thread_key", "thread_at")):
-            self.threads.relink(memory_id, updated)
+            self.threads.relink(bank, memory_id, updated)
         return updated
 
-    def delete(self, memory_id: str) -> None:
-        if not valid_id(memory_id) or not self.store.delete(memory_id):
+    def delete(self, bank: str, memory_id: str) -> None:
+        if not valid_id(memory_id) or not self.store.delete(bank, memory_id):
             raise NotFound(f"Memory {memory_id} not found")
-        self._forget_graph([memory_id])
+        self.forget_graph(bank, [memory_id])
 
-    def delete_by_tags(self, tags: list[str]) -> DeleteReport:
+    def delete_by_tags(self, bank: str, tags: list[str]) -> DeleteReport:
         """DELETE /memory/by-tag: the memories, their edges and the supersession state they caused."""
-        ids = self.store.ids_matching(by_tags_query(self.bank, tags))
+        ids = self.store.ids_matching(by_tags_query(bank, tags))
         report = DeleteReport(matched=len(ids), deleted=self.store.delete_ids(ids))
-        report.edges_deleted, report.supersessions_cleared = self._forget_graph(ids)
+        report.edges_deleted, report.supersessions_cleared = self.forget_graph(bank, ids)
         return report
 
-    def _forget_graph(self, ids: list[str]) -> tuple[int, int]:
+    def forget_graph(self, bank: str, ids: list[str]) -> tuple[int, int]:
         """Edges live in the edges index only: a deleted memory takes its edges along, and memories it
         superseded become current again (their only reason to be suppressed is gone).
         Returns (edges deleted, memories whose supersession was cleared)."""
         if not ids:
             return 0, 0
-        edges = self.edges.delete_touching(ids)
-        self.threads.forget(ids)
-        return edges, self.store.clear_supersessions(ids)
+        edges = self.edges.delete_touching(bank, ids)
+        self.threads.forget(bank, ids)
+        return edges, self.store.clear_supersessions(bank, ids)
 
 
 def patch_changes(

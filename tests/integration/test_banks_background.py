@@ -59,10 +59,10 @@ def test_reprocess_keeps_the_vectors_of_other_banks(make_client):
     mid = api.post("/memory", json={"content": "A memory in bank x about vectors"}, headers=X).json()["memory_id"]
     worker = api.app.state.enrichment
     worker.mark_pending([mid])
-    store = api.app.state.memories.for_bank("x")
-    (vector, _, _) = store.vectors([mid])[mid]
+    store = api.app.state.memories
+    (vector, _, _) = store.vectors("x", [mid])[mid]
     assert vector is not None and len(vector) == api.app.state.embedder.dimension
-    assert (store.get(mid)["enrichment"]["status"], store.get(mid)["enrichment"]["forced"]) == ("pending", True)
+    assert (store.get("x", mid)["enrichment"]["status"], store.get("x", mid)["enrichment"]["forced"]) == ("pending", True)
 
 
 def test_consolidation_works_bank_by_bank(make_client):

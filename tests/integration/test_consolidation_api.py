@@ -71,7 +71,7 @@ def snapshot(api, os_client) -> dict:
     for name, alias in (("memories", s.memories_alias), ("edges", s.edges_alias), ("consolidation", s.consolidation_alias)):
         hits = os_client.search(index=alias, body={"size": 10_000, "seq_no_primary_term": True, "query": {"match_all": {}}})["hits"]["hits"]
         out[name] = {h["_id"]: (h["_seq_no"], h["_source"]) for h in hits}
-    out["vectors"] = {k: v[0] for k, v in api.app.state.memories.vectors(list(out["memories"])).items()}
+    out["vectors"] = {k: v[0] for k, v in api.app.state.memories.vectors("default", list(out["memories"])).items()}
     return out
 
 
@@ -101,7 +101,7 @@ def test_decay_writes_the_formula_and_keeps_vectors(api, os_client):
     others = [mem(api, f"neighbour {i}", embedding=vec(**{f"e{6 + i}": 1.0})) for i in range(3)]
     for o in others:
         link(api, target, o)
-    vectors_before = api.app.state.memories.vectors([target, *others])
+    vectors_before = api.app.state.memories.vectors("default", [target, *others])
     result = consolidate(api, "decay", dry_run=False)
     decay = result["steps"]["decay"]
     assert (decay["processed"], decay["updated"], decay["would_update"]) == (4, 4, 4)
@@ -113,7 +113,7 @@ def test_decay_writes_the_formula_and_keeps_vectors(api, os_client):
     assert api.get(f"/memory/{others[0]}").json()["memory"]["relevance_score"] == pytest.approx(0.6 * (1 + 0.3 * math.log(2)) * 1.0 * 0.79, abs=1e-4)
     assert decay["distribution"] == {"high": 0, "medium": 4, "low": 0, "archive": 0}
     # Every update carried its vector back in.
-    after = api.app.state.memories.vectors([target, *others])
+    after = api.app.state.memories.vectors("default", [target, *others])
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in vectors_before.items()}
     hits = recall(api, embedding=",".join(map(str, vec(e5=1.0))), limit=1)
     assert hits["results"][0]["id"] == target

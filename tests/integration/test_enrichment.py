@@ -28,12 +28,12 @@ def settle(api, timeout: float = 60.0) -> dict:
     deadline = time.monotonic() + timeout
     quiet = 0
     while quiet < 3:
-        assert time.monotonic() < deadline, worker.status()
+        assert time.monotonic() < deadline, worker.status("default")
         quiet = quiet + 1 if worker.idle() else 0
         time.sleep(0.1)
     worker.memories.refresh_now()
     api.app.state.client.indices.refresh(index=api.app.state.edges.alias)
-    return worker.status()
+    return worker.status("default")
 
 
 def memory(api, mid: str) -> dict:
@@ -43,7 +43,7 @@ def memory(api, mid: str) -> dict:
 
 
 def edges_of(api, mid: str, types: str) -> list[dict]:
-    return api.app.state.edges.touching([mid], types.split(","), size=100)
+    return api.app.state.edges.touching("default", [mid], types.split(","), size=100)
 
 
 def test_entities_tags_and_metadata_written(make_client):
@@ -188,9 +188,9 @@ def test_content_edit_during_extraction_cancels_the_stale_result(make_client, mo
     mid = mem(api, "Alice flew to Tokyo.")
     original = worker._similar
 
-    def edit_meanwhile(subjects):
+    def edit_meanwhile(bank, subjects):
         assert api.patch(f"/memory/{mid}", json={"content": "Bob moved to Madrid."}).status_code == 200
-        return original(subjects)
+        return original(bank, subjects)
 
     monkeypatch.setattr(worker, "_similar", edit_meanwhile)
     events = []
@@ -212,16 +212,16 @@ def test_other_concurrent_writes_are_kept_and_the_run_replanned(make_client, mon
     mid = mem(api, "Alice flew to Tokyo.", importance=0.2)
     original = worker._similar
 
-    def touch_meanwhile(subjects):
+    def touch_meanwhile(bank, subjects):
         assert api.patch(f"/memory/{mid}", json={"importance": 0.9}).status_code == 200
-        return original(subjects)
+        return original(bank, subjects)
 
     monkeypatch.setattr(worker, "_similar", touch_meanwhile)
     worker.process([Job(mid)])
     m = memory(api, mid)
     assert worker.stats.conflicts_replanned == 1 and worker.stats.successes == 1
     assert m["importance"] == 0.9 and m["enrichment"]["status"] == "done"
-    assert api.app.state.memories.vectors([mid])[mid][0] is not None  # the vector survived the rewrite
+    assert api.app.state.memories.vectors("default", [mid])[mid][0] is not None  # the vector survived the rewrite
 
 
 def test_status_shape_and_auth(make_client):

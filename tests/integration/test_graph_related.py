@@ -23,7 +23,7 @@ def chain(api):
     link(api, a, b, "LEADS_TO", 0.8)
     link(api, c, b, "PART_OF", 0.4)
     link(api, c, d, "RELATES_TO", 0.6)
-    api.app.state.edges.upsert_many([{"source_id": a, "target_id": s, "type": "SIMILAR_TO", "strength": 0.95}], "2025-01-01T00:00:00+00:00")
+    api.app.state.edges.upsert_many("default", [{"source_id": a, "target_id": s, "type": "SIMILAR_TO", "strength": 0.95}], "2025-01-01T00:00:00+00:00")
     return a, b, c, d, s
 
 

@@ -85,7 +85,7 @@ def test_export_with_vectors_moves_them_as_they_are(api, make_client, tmp_path):
     other = fast_api(make_client)
     assert cli("import", str(out), *engine_args(other), "--no-progress", "--json") == 0
     ids = [json.loads(line)["id"] for line in out.read_bytes().splitlines() if b'"content"' in line]
-    a, b = api.app.state.memories.vectors(ids), other.app.state.memories.vectors(ids)
+    a, b = api.app.state.memories.vectors("default", ids), other.app.state.memories.vectors("default", ids)
     assert all(a[i][0] == pytest.approx(b[i][0]) for i in ids)
     assert export_bytes(other, vectors=True) == out.read_bytes()
 
@@ -154,7 +154,7 @@ def test_resume_after_an_interrupted_import(api, tmp_path, monkeypatch):
     report, failed = import_file(settings, source, embedder=embedder, batch_size=100, progress=False, resume=True)
     assert (report.skipped, report.read, report.stored, report.failed) == (600, 401, 401, 0)
     assert api.app.state.memories.count() == 1000
-    assert api.app.state.edges.count() >= 1 and api.app.state.client.exists(index=settings.edges_alias, id=f"{first}|LEADS_TO|{later}")
+    assert api.app.state.edges.count("default") >= 1 and api.app.state.client.exists(index=settings.edges_alias, id=f"{first}|LEADS_TO|{later}")
     entries = [json.loads(x) for x in failed.read_text().splitlines()]
     assert [(e["line"], e["stage"]) for e in entries] == [(301, "parse")]  # kept from the first run, nothing new
     assert not (tmp_path / "big.jsonl.import-state.json").exists()  # complete: nothing left to resume

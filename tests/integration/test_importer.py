@@ -65,7 +65,7 @@ def test_import_reports_every_failure_and_reruns_idempotently(settings, embedder
     assert interval[index]["settings"]["index.refresh_interval"] == "1s"  # restored after the load
     stored = os_client.get(index=memories, id="a2")["_source"]
     assert stored["tag_prefixes"] == ["slack", "slack:channel", "slack:channel:ops"] and "embedding" not in stored
-    vector, _, _ = MemoryStore(os_client, memories).vectors(["a2"])["a2"]  # the vector lives outside _source
+    vector, _, _ = MemoryStore(os_client, memories).vectors("default", ["a2"])["a2"]  # the vector lives outside _source
     assert len(vector) == embedder.dimension
 
     again, _ = I.import_file(settings, source, embedder=embedder, failed_path=tmp_path / "again.jsonl", progress=False)

@@ -103,7 +103,7 @@ def test_version_bump_copies_vectors_and_recall_is_unchanged(make_client, os_cli
             new = os_client.indices.get_mapping(index=f"{alias}-v2")[f"{alias}-v2"]["mappings"]
             assert new["_meta"]["engram"]["version"] == 2 and "migrated_field" in new["properties"]
         assert (os_client.count(index=settings.memories_alias)["count"], os_client.count(index=settings.edges_alias)["count"]) == counts
-        vector, _, _ = again.app.state.memories.vectors([ids["vec"]])[ids["vec"]]
+        vector, _, _ = again.app.state.memories.vectors("default", [ids["vec"]])[ids["vec"]]
         assert vector == pytest.approx(unit(3))  # the vector came along, not only _source
         assert snapshot_recall(again) == before
         # The migrated store takes writes, and a second start-up does nothing more.
@@ -143,7 +143,7 @@ def test_another_vector_size_reembeds_into_a_new_index(make_client, os_client, e
         assert list(os_client.indices.get_alias(name=alias)) == [f"{alias}-v2"]
         assert os_client.indices.get_mapping(index=alias)[f"{alias}-v2"]["mappings"]["properties"]["embedding"]["dimension"] == 8
         store = again.app.state.memories
-        vectors = store.vectors(list(ids.values()))
+        vectors = store.vectors("default", list(ids.values()))
         assert all(len(v) == 8 for v, _, _ in vectors.values())
         content = again.get(f"/memory/{ids['backup']}").json()["memory"]["content"]
         assert vectors[ids["backup"]][0] == pytest.approx(small.embed_query(content), abs=1e-6)

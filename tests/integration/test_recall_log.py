@@ -66,7 +66,7 @@ def test_the_query_text_when_allowed(make_client, os_client):
 def test_a_failing_log_never_fails_a_recall(make_client):
     api = make_client(recall_log_enabled=True)
     log = api.app.state.recall_log
-    log.client = OpenSearch(hosts=[f"http://127.0.0.1:{free_port()}"], timeout=2, max_retries=0)  # its engine is gone
+    log.store.client = OpenSearch(hosts=[f"http://127.0.0.1:{free_port()}"], timeout=2, max_retries=0)  # its engine is gone
     for _ in range(3):
         assert api.get("/recall", params={"query": "still answers"}).status_code == 200
     assert log.flush(30)

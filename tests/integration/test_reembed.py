@@ -47,7 +47,7 @@ def test_only_memories_of_another_model_unless_forced(api, os_client, embedder):
     assert models(api, os_client)[ids["vec"]] is None  # a client's vector: no model recorded
     body = reembed(api)
     assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": "all-MiniLM-L6-v2", "dimension": 384}
-    vector = api.app.state.memories.vectors([ids["vec"]])[ids["vec"]][0]
+    vector = api.app.state.memories.vectors("default", [ids["vec"]])[ids["vec"]][0]
     assert vector == pytest.approx(embedder.embed_query("A memory stored with its own vector."), abs=1e-5)
     assert set(models(api, os_client).values()) == {"all-MiniLM-L6-v2"}
     assert reembed(api)["processed"] == 0
@@ -65,7 +65,7 @@ def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, em
         assert sorted(m for m in models(other, os_client).values()) == ["all-MiniLM-L6-v2"] * 4 + ["hash-384"] * 2
         assert reembed(other)["processed"] == 4 and reembed(other)["processed"] == 0
         content = other.get(f"/memory/{ids['backup']}").json()["memory"]["content"]
-        assert other.app.state.memories.vectors([ids["backup"]])[ids["backup"]][0] == pytest.approx(hashed.embed_query(content), abs=1e-6)
+        assert other.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0] == pytest.approx(hashed.embed_query(content), abs=1e-6)
     finally:
         other.__exit__(None, None, None)
     # The same model files under another name: every memory is re-embedded, to the same vectors.
@@ -73,7 +73,7 @@ def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, em
     try:
         assert reembed(renamed)["processed"] == 6
         content = renamed.get(f"/memory/{ids['pg']}").json()["memory"]["content"]
-        assert renamed.app.state.memories.vectors([ids["pg"]])[ids["pg"]][0] == pytest.approx(embedder.embed_query(content), abs=1e-5)
+        assert renamed.app.state.memories.vectors("default", [ids["pg"]])[ids["pg"]][0] == pytest.approx(embedder.embed_query(content), abs=1e-5)
     finally:
         renamed.__exit__(None, None, None)
 
@@ -84,9 +84,9 @@ def test_a_concurrent_edit_wins_over_a_stale_reembedding(api):
     (page,) = list(transfer.scan(store.client, store.alias, query={"ids": {"values": [mid]}}))
     assert api.patch(f"/memory/{mid}", json={"content": "edited text", "embedding": unit(6)}).status_code == 200
     result = ReembedResult("all-MiniLM-L6-v2", 384, 32)
-    _batch(store, api.app.state.embedder, page, result)  # embeds "original text", read before the edit
+    _batch(store, "default", api.app.state.embedder, page, result)  # embeds "original text", read before the edit
     assert result.processed == 1 and result.failed == 0
-    assert store.vectors([mid])[mid][0] == pytest.approx(unit(6))  # the edit's vector stayed
+    assert store.vectors("default", [mid])[mid][0] == pytest.approx(unit(6))  # the edit's vector stayed
 
 
 def test_bad_bodies_are_400(api):

@@ -104,7 +104,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert (e["content"], e["tags"], e["importance"], e["type"], e["metadata"]) == ("Only in Qdrant: the graph lost this one.", ["orphan"], 0.3, "Insight", {"k": "v"})
 
     store = api.app.state.memories
-    vectors = store.vectors([A, B, C, D])
+    vectors = store.vectors("default", [A, B, C, D])
     assert vectors[A][0] == pytest.approx(unit(7)) and vectors[B][0] == pytest.approx(unit(8))
     assert vectors[D][0] == pytest.approx(embedder.embed_query("A memory whose vector came from a 768-dimensional model."), abs=1e-5)
     # The supersession (B EVOLVED_INTO C) is recorded on B, so current-state recall resolves to C.
@@ -120,7 +120,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert again["memories"]["restored"] == 5 and store.count() == 5
     reembedded = api.post("/admin/reembed", json={}, headers=ADMIN_HEADERS).json()
     assert reembedded["processed"] == 3  # A, B, E: vectors of an unknown model
-    assert store.vectors([A])[A][0] == pytest.approx(embedder.embed_query("Chose PostgreSQL over MongoDB for billing."), abs=1e-5)
+    assert store.vectors("default", [A])[A][0] == pytest.approx(embedder.embed_query("Chose PostgreSQL over MongoDB for billing."), abs=1e-5)
 
 
 def test_an_automem_backup_folder_restores_from_the_command_line(make_client, engine_url, tmp_path, capsys):

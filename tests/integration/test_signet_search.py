@@ -95,6 +95,6 @@ def test_similar_memories(api):
 def test_similar_is_404_without_a_stored_vector(api, os_client):
     mid = put(api, "A memory whose vector is gone")
     settings = api.app.state.settings
-    source = api.app.state.memories.get(mid)
+    source = api.app.state.memories.get("default", mid)
     os_client.index(index=settings.memories_alias, id=mid, body={k: v for k, v in source.items() if k != "embedding"}, refresh=True)
     assert_error(api.get("/memory/similar", params={"id": mid}), 404, "no stored embedding")

@@ -121,7 +121,7 @@ def test_a_memory_that_arrives_late_is_linked_in(api):
     assert context(api, "m2") == ("m1", "one")
     assert context(api, "m3") == ("m2", "two")
     # Its vector survived the update that re-pointed it.
-    assert api.app.state.memories.vectors(["m3"])["m3"][0] is not None
+    assert api.app.state.memories.vectors("default", ["m3"])["m3"][0] is not None
     # Late in a batch too: two memories in front of everything stored.
     resp = api.post("/memory/batch", json={"memories": [
         {"id": "m0b", "content": "zero b", "timestamp": at(0), "metadata": {"session_id": "s-1"}},

@@ -37,7 +37,7 @@ def test_stored_vector_is_outside_source_and_still_searched(api, os_client):
     assert "embedding" not in raw_source(api, os_client, a)
     assert "embedding" not in api.get(f"/memory/{a}").json()["memory"]
     assert cosine(api, a, unit(0)) == pytest.approx(1.0, abs=1e-5)
-    vector, _, _ = api.app.state.memories.vectors([a])[a]
+    vector, _, _ = api.app.state.memories.vectors("default", [a])[a]
     assert vector == pytest.approx(unit(0))
 
 
@@ -85,9 +85,9 @@ def test_memory_without_vector_stays_without_one(api, os_client):
     a = mem(api, "alpha", embedding=unit(8))
     # A document written without a vector (an older importer, a failed embedding) is updated as is.
     os_client.index(index=api.app.state.settings.memories_alias, id="novec", body={**raw_source(api, os_client, a), "id": "novec"}, refresh=True)
-    assert store.vectors(["novec"])["novec"][0] is None
+    assert store.vectors("default", ["novec"])["novec"][0] is None
     assert api.patch("/memory/novec", json={"importance": 0.2}).status_code == 200
-    assert store.vectors(["novec"])["novec"][0] is None and raw_source(api, os_client, "novec")["importance"] == 0.2
+    assert store.vectors("default", ["novec"])["novec"][0] is None and raw_source(api, os_client, "novec")["importance"] == 0.2
 
 
 def test_an_update_that_loses_a_race_is_retried_with_the_new_vector(api, os_client):
@@ -95,8 +95,8 @@ def test_an_update_that_loses_a_race_is_retried_with_the_new_vector(api, os_clie
     a = mem(api, "alpha", embedding=unit(9))
     real, raced = store._read_for_update, []
 
-    def read(memory_id, **kwargs):
-        found = real(memory_id, **kwargs)
+    def read(bank, memory_id, **kwargs):
+        found = real(bank, memory_id, **kwargs)
         if not raced:  # another writer re-embeds the memory after its version was read
             raced.append(True)
             os_client.update(index=alias, id=a, body={"doc": {"importance": 0.7, "embedding": unit(10)}}, refresh=True)
@@ -104,7 +104,7 @@ def test_an_update_that_loses_a_race_is_retried_with_the_new_vector(api, os_clie
 
     store._read_for_update = read
     try:
-        store.read_modify_write(a, lambda current: {"confidence": 0.3})
+        store.read_modify_write("default", a, lambda current: {"confidence": 0.3})
     finally:
         del store._read_for_update
     source = raw_source(api, os_client, a)
@@ -116,7 +116,7 @@ def test_many_vectors_read_in_one_request_are_each_their_own(api):
     # Lucene hands out one reused buffer per segment: a script returning it as is gives every hit the
     # last hit's vector (this wrote wrong vectors back on access tracking before it was copied).
     ids = [mem(api, f"memory {i}", embedding=unit(20 + i)) for i in range(12)]
-    found = api.app.state.memories.vectors(ids)
+    found = api.app.state.memories.vectors("default", ids)
     assert [found[mid][0] for mid in ids] == [pytest.approx(unit(20 + i)) for i in range(12)]
     # Recalled (and so touched) together, each keeps its own vector.
     recall(api, embedding=csv(unit(20)), limit=12)

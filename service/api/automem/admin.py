@@ -21,9 +21,8 @@ from service.admin.backup import tar_gz, write_backup
 from service.admin.jobs import restore_archive
 from service.admin.models import ReembedRequest, ReembedResponse, RestoreResponse
 from service.admin.reembed import reembed
-from service.api.deps import AdminAuth, EmbedderDep, SettingsDep
-from service.auth.tokens import ADMIN
-from service.banks.scope import resolve_bank
+from service.api.deps import AdminAuth, ClientDep, EmbedderDep, SettingsDep, StoreDep
+from service.api.scope import AdminBodyScope, AdminScope
 from service.errors import BadRequest
 from service.api.error_docs import ERROR_RESPONSES, ADMIN_RESPONSES
 
@@ -34,24 +33,18 @@ MAX_UPLOAD_BYTES = 16 * 1024**3
 FAILURES_SHOWN = 20
 
 
-def _bank(request: Request, bank: str | None) -> str:
-    """The bank named (default DEFAULT_BANK), if the admin token may act on it."""
-    return resolve_bank(request.state.principal, bank, request.app.state.settings.default_bank, ADMIN).bank
-
-
 @router.get("/backup", response_class=StreamingResponse, responses={200: {"content": {"application/gzip": {}}}})
 def backup(
-    request: Request, settings: SettingsDep, embedder: EmbedderDep,
+    scope: AdminScope, client: ClientDep, settings: SettingsDep, embedder: EmbedderDep,
     include: Annotated[str | None, Query(description="falkordb, qdrant or both (default), comma-separated")] = None,
-    bank: Annotated[str | None, Query(description="Bank to back up (default: DEFAULT_BANK)")] = None,
 ) -> StreamingResponse:
-    """A `automem-backup-<timestamp>.tar.gz` in AutoMem's layout, streamed; memory stays bounded by a page."""
+    """A `automem-backup-<timestamp>.tar.gz` of the bank (`?bank=`, default DEFAULT_BANK) in AutoMem's layout, streamed; memory stays bounded by a page."""
     includes = archive.parse_include(include)
-    bank = _bank(request, bank)
+    bank = scope.bank
     folder = Path(tempfile.mkdtemp(prefix="engram-backup-"))
     try:
         result = write_backup(
-            request.app.state.client, memories_alias=settings.memories_alias, edges_alias=settings.edges_alias, bank=bank,
+            client, memories_alias=settings.memories_alias, edges_alias=settings.edges_alias, bank=bank,
             folder=folder, include=includes, model=embedder.short_name, vector_size=embedder.dimension,
         )
     except BaseException:
@@ -97,12 +90,9 @@ async def _save_upload(request: Request, target: Path) -> int:
 
 
 @router.post("/admin/restore", response_model=RestoreResponse, response_model_exclude_none=True)
-async def restore(
-    request: Request, settings: SettingsDep, embedder: EmbedderDep,
-    bank: Annotated[str | None, Query(description="Bank to restore into (default: DEFAULT_BANK)")] = None,
-) -> RestoreResponse:
-    """Restore an Engram or AutoMem backup archive. Idempotent: ids are kept, records are upserted."""
-    bank = _bank(request, bank)
+async def restore(request: Request, scope: AdminScope, client: ClientDep, settings: SettingsDep, embedder: EmbedderDep) -> RestoreResponse:
+    """Restore an Engram or AutoMem backup archive into the bank (`?bank=`, default DEFAULT_BANK). Idempotent: ids are kept, records are upserted."""
+    bank = scope.bank
     folder = Path(tempfile.mkdtemp(prefix="engram-upload-"))
     started = time.monotonic()
     failures: list[dict] = []
@@ -115,7 +105,7 @@ async def restore(
         path = folder / "upload.tar.gz"
         await _save_upload(request, path)
         report, about = await anyio.to_thread.run_sync(
-            lambda: restore_archive(settings, request.app.state.client, embedder, path, bank=bank, on_failure=keep)
+            lambda: restore_archive(settings, client, embedder, path, bank=bank, on_failure=keep)
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -128,11 +118,8 @@ async def restore(
 
 
 @router.post("/admin/reembed", response_model=ReembedResponse, response_model_exclude_none=True)
-def reembed_memories(request: Request, settings: SettingsDep, embedder: EmbedderDep, req: Annotated[ReembedRequest | None, Body()] = None) -> ReembedResponse:
-    """Re-embed memories whose vector another model (or none) made; all of them with `force`."""
+def reembed_memories(scope: AdminBodyScope, store: StoreDep, embedder: EmbedderDep, req: Annotated[ReembedRequest | None, Body()] = None) -> ReembedResponse:
+    """Re-embed memories of the bank (the body's `bank`, or X-Bank / `?bank=`) whose vector another model (or none) made; all of them with `force`."""
     req = req or ReembedRequest()
-    bank = _bank(request, req.bank)
-    live = request.app.state.memories
-    store = live.for_bank(bank)
-    result = reembed(store, embedder, batch_size=req.batch_size, limit=req.limit, force=req.force)
+    result = reembed(store, scope.bank, embedder, batch_size=req.batch_size, limit=req.limit, force=req.force)
     return ReembedResponse(**result.as_dict())

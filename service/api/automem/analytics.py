@@ -38,17 +38,18 @@ HAS_CRITICAL_IMPORTANCE = 0.9  # AutoMem: has_critical = any lesson with importa
 # --- startup recall --------------------------------------------------------------------------------
 
 
-def startup_params(settings: Settings, tags: Sequence[str], limit: int, context_tags: Sequence[str] = ()) -> RecallRequest:
+def startup_params(settings: Settings, bank: str, tags: Sequence[str], limit: int, context_tags: Sequence[str] = ()) -> RecallRequest:
     return RecallRequest.from_settings(
-        settings, tags=list(tags), tag_mode="any", tag_match="prefix", limit=limit, context_tags=list(context_tags),
+        settings, bank=bank, tags=list(tags), tag_mode="any", tag_match="prefix", limit=limit, context_tags=list(context_tags),
         state_mode="current",
     )
 
 
-def startup_recall(recall: RecallService, settings: Settings, now: datetime, *, limit: int = STARTUP_LESSON_LIMIT,
+def startup_recall(recall: RecallService, settings: Settings, bank: str, now: datetime, *, limit: int = STARTUP_LESSON_LIMIT,
                    defer: Callable[..., None] | None = None) -> dict[str, Any]:
-    lessons = recall.recall(startup_params(settings, LESSON_TAGS, limit, CRITICAL_TAGS), now, defer=defer)
-    rules = recall.recall(startup_params(settings, RULE_TAGS, min(STARTUP_RULE_LIMIT, limit)), now, defer=defer)
+    """The lessons and rules of `bank` (the request's scope)."""
+    lessons = recall.recall(startup_params(settings, bank, LESSON_TAGS, limit, CRITICAL_TAGS), now, defer=defer)
+    rules = recall.recall(startup_params(settings, bank, RULE_TAGS, min(STARTUP_RULE_LIMIT, limit)), now, defer=defer)
     critical = [_lesson(r) for r in lessons["results"]]
     system = [{"id": r["id"], "content": r["memory"].get("content"), "tags": r["memory"].get("tags") or []} for r in rules["results"]]
     seen = {r["id"] for r in lessons["results"]}

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service.api.deps import ApiAuth, AssociationsDep
+from service.api.scope import WriteScope
 from service.graph.links import success
 from service.errors import BadRequest, EngineUnavailable, NotFound
 from service.graph.registry import MAX_BATCH
@@ -35,10 +36,10 @@ _EXAMPLES = {
     },
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": association_body_schema()}}}},
 )
-def associate(service: AssociationsDep, emit: EmitDep, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
+def associate(scope: WriteScope, service: AssociationsDep, emit: EmitDep, body: dict[str, Any] = Body(..., openapi_examples=_EXAMPLES)):
     """One association (AssociationIn) or `{"associations": [...]}` (AssociationBatchIn, up to 500)."""
     if "associations" not in body:
-        outcome = service.associate([body], utcnow())[0]
+        outcome = service.associate(scope.bank, [body], utcnow())[0]
         if outcome.error:
             raise {400: BadRequest, 404: NotFound}.get(outcome.status, EngineUnavailable)(outcome.error)
         a = outcome.association
@@ -50,7 +51,7 @@ def associate(service: AssociationsDep, emit: EmitDep, body: dict[str, Any] = Bo
         raise BadRequest("associations must be a non-empty list")
     if len(items) > MAX_BATCH:
         raise BadRequest(f"associations holds {len(items)} items; the maximum is {MAX_BATCH}")
-    outcomes = service.associate(items, utcnow())
+    outcomes = service.associate(scope.bank, items, utcnow())
     succeeded = [{"index": o.index, **success(o.association)} for o in outcomes if o.error is None]
     failed = [o.failure() for o in outcomes if o.error is not None]
     body_out = AssociateBatchResponse(

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.scope import ReadScope, WriteScope
 from service.api.responses import public_memory
 from service.errors import BadRequest
 from service.api.error_docs import ERROR_RESPONSES
@@ -20,15 +21,15 @@ router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
 
 @router.get("/memory/by-tag", response_model=ByTagResponse, responses=ERROR_RESPONSES)
-def memories_by_tag(params: Annotated[ByTagQuery, Query()], store: StoreDep, background: BackgroundTasks) -> dict:
+def memories_by_tag(params: Annotated[ByTagQuery, Query()], scope: ReadScope, store: StoreDep, background: BackgroundTasks) -> dict:
     """Every memory carrying any of `tags` (exact, case-insensitive), importance desc, timestamp desc, id."""
     limit, offset = params.page_size, params.offset
     if offset + limit > BY_TAG_MAX_WINDOW:
         raise BadRequest(f"offset + limit must be <= {BY_TAG_MAX_WINDOW}; narrow the tags instead")
-    page, total = store.page(by_tags_query(store.bank, params.tags), BY_TAG_SORT, size=limit, offset=offset)
+    page, total = store.page(by_tags_query(scope.bank, params.tags), BY_TAG_SORT, size=limit, offset=offset)
     # AutoMem records the access of enumerated memories too (memories_by_tag on_access); after the
     # response, as recall does.
-    background.add_task(store.touch, {mid: source.get("last_accessed") for mid, source in page}, utcnow())
+    background.add_task(store.touch, scope.bank, {mid: source.get("last_accessed") for mid, source in page}, utcnow())
     body = {
         "status": "success", "tags": params.tags, "count": len(page), "limit": limit, "offset": offset,
         "has_more": offset + len(page) < total, "memories": [public_memory(mid, source) for mid, source in page],
@@ -39,9 +40,9 @@ def memories_by_tag(params: Annotated[ByTagQuery, Query()], store: StoreDep, bac
 
 
 @router.delete("/memory/by-tag", response_model=DeleteByTagResponse, responses=ERROR_RESPONSES)
-def delete_by_tag(params: Annotated[TagsQuery, Query()], writer: WriterDep, emit: EmitDep) -> dict:
+def delete_by_tag(params: Annotated[TagsQuery, Query()], scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
     """Delete every memory carrying any of `tags`, with their edges; says what it did."""
-    report = writer.delete_by_tags(params.tags)
+    report = writer.delete_by_tags(scope.bank, params.tags)
     emit.deleted_by_tag(params.tags, report.deleted, report.edges_deleted)
     return {
         "status": "success", "tags": params.tags, "deleted_count": report.deleted, "matched_count": report.matched,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.deps import ApiAuth, ReadScope, WriteScope
+from service.api.deps import ApiAuth, ConsolidationDep
+from service.api.scope import ReadScope, WriteScope
 from service.errors import EngineUnavailable
 from service.api.error_docs import ERROR_RESPONSES
 
@@ -24,16 +25,16 @@ class ConsolidateRequest(BaseModel):
 
 
 @router.post("/consolidate")
-def consolidate(request: Request, scope: WriteScope, req: ConsolidateRequest | None = Body(None)) -> dict:
+def consolidate(scope: WriteScope, service: ConsolidationDep, req: ConsolidateRequest | None = Body(None)) -> dict:
     """Run one consolidation mode now on the request's bank; the result lists what changed (or, dry, what would change)."""
     req = req or ConsolidateRequest()
-    result = request.app.state.consolidation.run(req.mode, req.dry_run, bank=scope.bank)
+    result = service.run(scope.bank, req.mode, req.dry_run)
     if not result.get("success"):
         raise EngineUnavailable(f"consolidation {req.mode} failed: {result.get('error')}", extra={"consolidation": result})
     return {"status": "success", "consolidation": result}
 
 
 @router.get("/consolidate/status")
-def consolidation_status(request: Request, scope: ReadScope) -> dict:
+def consolidation_status(scope: ReadScope, service: ConsolidationDep) -> dict:
     """The request's bank: when each task runs next, the recent runs (newest first), and the scheduler thread's state."""
-    return request.app.state.consolidation.status(scope.bank)
+    return service.status(scope.bank)

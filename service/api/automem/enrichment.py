@@ -3,16 +3,14 @@ memory routes call after a successful write."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Query
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from pydantic import BaseModel, Field
 
-from service.api.deps import BankHeader, BankQuery, ReadScope
-from service.api.auth import require_admin_token
-from service.auth.tokens import ADMIN, Principal
-from service.banks.scope import resolve_bank
+from service.api.deps import EnrichmentDep, SettingsDep, StoreDep
+from service.api.scope import AdminScope, ReadScope
 from service.errors import BadRequest, EngineUnavailable
 from service.api.error_docs import ADMIN_RESPONSES, ERROR_RESPONSES
 from service.memory.tags import split_list_param
@@ -29,10 +27,11 @@ class ReprocessResponse(BaseModel):
 
 
 @router.get("/enrichment/status", responses=ERROR_RESPONSES)
-def enrichment_status(request: Request, scope: ReadScope) -> dict[str, Any]:
+def enrichment_status(scope: ReadScope, worker: EnrichmentDep) -> dict[str, Any]:
     """Queue size, pending and inflight memories, counters (the worker's: it serves every bank), and
-    the stored enrichment states of the request's bank (X-Bank or `bank`; default DEFAULT_BANK)."""
-    return {**request.app.state.enrichment.status(scope.bank), "bank": scope.bank}
+    the last success and error and the stored enrichment states of the request's bank (X-Bank or
+    `bank`; default DEFAULT_BANK)."""
+    return {**worker.status(scope.bank), "bank": scope.bank}
 
 
 def _ids(raw: Any, where: str) -> list[str]:
@@ -52,23 +51,20 @@ def _ids(raw: Any, where: str) -> list[str]:
 
 @router.post("/enrichment/reprocess", status_code=202, response_model=ReprocessResponse,
              responses={202: {"description": "Queued (forced: enriched again even when up to date)"}, **ERROR_RESPONSES, **ADMIN_RESPONSES})
-def enrichment_reprocess(request: Request, principal: Annotated[Principal, Depends(require_admin_token)],
-                         bank_header: BankHeader = None, bank_query: BankQuery = None,
+def enrichment_reprocess(scope: AdminScope, settings: SettingsDep, worker: EnrichmentDep, store: StoreDep,
                          ids: str | None = Query(None, description="comma-separated memory ids"),
                          body: Any = Body(None, examples=[{"ids": ["m-1", "m-2"]}])):
     """Enrich memories of the request's bank (X-Bank or `bank`; default DEFAULT_BANK) again (AutoMem:
     admin token). Ids of no memory of that bank are reported in `missing`."""
-    bank = resolve_bank(principal, bank_header or bank_query, request.app.state.settings.default_bank, ADMIN).bank
     if body is not None and not isinstance(body, dict):
         raise BadRequest("body must be an object: {\"ids\": [...]}")
     wanted = list(dict.fromkeys(_ids((body or {}).get("ids"), "ids") + _ids(ids, "ids")))
     if not wanted:
         raise BadRequest("No memory ids provided for reprocessing")
-    limit = request.app.state.settings.enrichment_reprocess_max
+    limit = settings.enrichment_reprocess_max
     if len(wanted) > limit:
         raise BadRequest(f"at most {limit} ids per request (ENRICHMENT_REPROCESS_MAX), got {len(wanted)}")
-    worker = request.app.state.enrichment
-    found = request.app.state.memories.for_bank(bank).existing(wanted)
+    found = store.existing(scope.bank, wanted)
     queued = sorted(found)
     if queued:
         try:

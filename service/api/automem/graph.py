@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from service.api.deps import ApiAuth, EdgesDep, SettingsDep, StoreDep
+from service.api.scope import ReadScope
 from service.api.responses import public_memory
 from service.errors import BadRequest, NotFound
 from service.graph.walk import MAX_LIMIT, related_memories
@@ -19,7 +20,7 @@ router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
 
 
 @router.get("/memories/{memory_id}/related", response_model=RelatedResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def related(memory_id: str, params: Annotated[RelatedQuery, Query()], store: StoreDep, edges: EdgesDep, settings: SettingsDep) -> dict:
+def related(memory_id: str, params: Annotated[RelatedQuery, Query()], scope: ReadScope, store: StoreDep, edges: EdgesDep, settings: SettingsDep) -> dict:
     """Memories reachable from `memory_id` within `max_depth` edges (either direction), importance first."""
     requested = [t.upper() for t in params.relationship_types]
     unknown = [t for t in requested if t not in ALL_TYPES]
@@ -27,9 +28,9 @@ def related(memory_id: str, params: Annotated[RelatedQuery, Query()], store: Sto
         raise BadRequest(f"Invalid relationship_types: {', '.join(unknown)}; expected any of {', '.join(ALL_TYPES)}")
     types = list(dict.fromkeys(requested)) or list(AUTHORABLE_TYPES)
     limit = min(params.limit or settings.recall_relation_limit, MAX_LIMIT)  # clamped like recall's limit, not refused
-    if not valid_id(memory_id) or not store.existing([memory_id]):
+    if not valid_id(memory_id) or not store.existing(scope.bank, [memory_id]):
         raise NotFound(f"Memory {memory_id} not found")
-    found = related_memories(store, edges, memory_id, types, params.max_depth, limit)
+    found = related_memories(store, edges, scope.bank, memory_id, types, params.max_depth, limit)
     items = [
         {**public_memory(r.id, source), "depth": r.depth, "path": r.path, "relation": r.relation}
         for r, source in found

@@ -8,14 +8,21 @@ HEALTH_TIMEOUT_SECONDS. Neither ever echoes engine addresses or exception text.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
+from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionTimeout
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service import __version__
+from service.api.deps import ClientDep, EdgesDep, EmbedderDep, SettingsDep, StoreDep
 from service.api.errors import error_body
+from service.config import Settings
+from service.storage.edges import EdgeStore
+from service.storage.memories import MemoryStore
 from service.filters.clauses import count_query
 from service.storage.health import cluster_health
 from service.clock.instants import iso, utcnow
@@ -27,24 +34,39 @@ log = logging.getLogger("engram.health")
 _PROBE_THREADS = anyio.CapacityLimiter(4)
 
 
-def _probe(state) -> dict:
-    settings = state.settings
+@dataclass(frozen=True)
+class Engine:
+    """What the probe reads: the engine and the default bank's counts (health is open: no bank scope)."""
+
+    settings: Settings
+    client: OpenSearch
+    memories: MemoryStore
+    edges: EdgeStore
+
+
+async def _engine(settings: SettingsDep, client: ClientDep, memories: StoreDep, edges: EdgesDep) -> Engine:
+    return Engine(settings, client, memories, edges)
+
+
+def _probe(engine: Engine) -> dict:
+    settings = engine.settings
     timeout = settings.health_timeout_seconds
     query = count_query(settings.default_bank, settings.excluded_types)
-    return {**cluster_health(state.client, timeout), "memory_count": state.memories.count(query), "edge_count": state.edges.count()}
+    return {**cluster_health(engine.client, timeout), "memory_count": engine.memories.count(query), "edge_count": engine.edges.count(settings.default_bank)}
 
 
-async def _check(state) -> tuple[dict | None, str | None]:
+async def _check(engine: Engine) -> tuple[dict | None, str | None]:
     """(probe result, None) or (None, a reason fit for clients)."""
+    timeout = engine.settings.health_timeout_seconds
     try:
-        with anyio.fail_after(state.settings.health_timeout_seconds):
-            return await anyio.to_thread.run_sync(_probe, state, limiter=_PROBE_THREADS, abandon_on_cancel=True), None
+        with anyio.fail_after(timeout):
+            return await anyio.to_thread.run_sync(_probe, engine, limiter=_PROBE_THREADS, abandon_on_cancel=True), None
     except TimeoutError:
-        return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
+        return None, f"OpenSearch did not answer within {timeout:g} s"
     except Exception as exc:  # noqa: BLE001 - health answers whatever the engine does
         # The client's own request timeout (the same length) can fire first: the same cause.
         if isinstance(exc, ConnectionTimeout) or isinstance(exc.__cause__, ConnectionTimeout):
-            return None, f"OpenSearch did not answer within {state.settings.health_timeout_seconds:g} s"
+            return None, f"OpenSearch did not answer within {timeout:g} s"
         log.warning("health check: engine unreachable (%s)", type(exc).__name__)
         return None, "OpenSearch is unreachable"
 
@@ -52,9 +74,8 @@ async def _check(state) -> tuple[dict | None, str | None]:
 # HEAD too: uptime monitors and load balancers probe with it (the body is not sent).
 @router.get("/health")
 @router.head("/health", include_in_schema=False)
-async def health(request: Request) -> dict:
-    state = request.app.state
-    settings = state.settings
+async def health(engine: Annotated[Engine, Depends(_engine)], embedder: EmbedderDep) -> dict:
+    settings = engine.settings
     body: dict = {
         "status": "healthy",
         "timestamp": iso(utcnow()),
@@ -62,10 +83,10 @@ async def health(request: Request) -> dict:
         "memory_count": None,
         "edge_count": None,
         "opensearch": {"connected": False, "cluster_status": None, "memories_index": settings.memories_alias},
-        "embedding": {"model": state.embedder.short_name, "vector_size": state.embedder.dimension},
-        "vector_size": state.embedder.dimension,
+        "embedding": {"model": embedder.short_name, "vector_size": embedder.dimension},
+        "vector_size": embedder.dimension,
     }
-    probe, problem = await _check(state)
+    probe, problem = await _check(engine)
     if probe is None:
         body["status"] = "degraded"
         body["opensearch"]["error"] = problem
@@ -79,9 +100,9 @@ async def health(request: Request) -> dict:
 
 @router.get("/ready", responses={503: {"description": "The engine is unreachable or red"}})
 @router.head("/ready", include_in_schema=False)
-async def ready(request: Request):
+async def ready(engine: Annotated[Engine, Depends(_engine)]):
     """200 when the engine answers and is not red, else 503: for load balancers and orchestrators."""
-    probe, problem = await _check(request.app.state)
+    probe, problem = await _check(engine)
     if probe is None or probe["cluster_status"] == "red":
         return JSONResponse(error_body(503, problem or "OpenSearch cluster status is red"), status_code=503)
     return {"status": "ready", "cluster_status": probe["cluster_status"]}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter, BackgroundTasks, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Query
 
 from service.api.automem import analytics as insights
-from service.api.deps import ApiAuth, StoreDep
+from service.api.deps import ApiAuth, RecallDep, SettingsDep, StoreDep
+from service.api.scope import ReadScope
 from service.clock.instants import iso, utcnow
 from service.api.error_docs import ERROR_RESPONSES
 
@@ -18,22 +19,21 @@ log = logging.getLogger("engram.api")
 
 @router.get("/startup-recall")
 def startup_recall(
-    request: Request, background: BackgroundTasks,
+    scope: ReadScope, service: RecallDep, settings: SettingsDep, background: BackgroundTasks,
     limit: int = Query(insights.STARTUP_LESSON_LIMIT, ge=1, description=f"Lessons to return (at most {insights.STARTUP_MAX_LIMIT})"),
 ) -> dict:
-    """The critical lessons and system rules an agent should load at session start."""
-    state = request.app.state
-    body = insights.startup_recall(state.recall, state.settings, utcnow(), limit=min(limit, insights.STARTUP_MAX_LIMIT), defer=background.add_task)
+    """The critical lessons and system rules of the request's bank, for an agent to load at session start."""
+    body = insights.startup_recall(service, settings, scope.bank, utcnow(), limit=min(limit, insights.STARTUP_MAX_LIMIT), defer=background.add_task)
     log.info("startup_recall", extra={"lesson_count": body["lesson_count"], "rule_count": len(body["system_rules"]), "latency_ms": body["query_time_ms"]})
     return body
 
 
 @router.get("/analyze")
-def analyze(request: Request, store: StoreDep) -> dict:
+def analyze(scope: ReadScope, store: StoreDep, settings: SettingsDep) -> dict:
     """Type counts, preferences, temporal insights, entities and confidence distribution: one aggregation request."""
     started = time.perf_counter()
     now = utcnow()
-    resp = store.search(insights.analyze_body(store.bank, request.app.state.settings.excluded_types, now))
+    resp = store.search(insights.analyze_body(scope.bank, settings.excluded_types, now))
     analytics = insights.parse_analyze(resp)
     elapsed = round((time.perf_counter() - started) * 1000, 2)
     log.info("analyze_complete", extra={"total_memories": analytics["total_memories"], "types": len(analytics["memory_types"]), "latency_ms": elapsed})

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.scope import ReadScope, WriteScope
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 from service.api.responses import public_memory
 from service.errors import NotFound
@@ -30,8 +31,8 @@ IdempotencyKey = Annotated[
 
 
 @router.post("/memory", status_code=201, response_model=StoreResponse, response_model_exclude_none=True, responses={**ERROR_RESPONSES, **NOT_FOUND, **CONFLICT})
-def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None) -> StoreResponse:
-    p = writer.create(req, idempotency_key)
+def store_memory(req: MemoryCreate, scope: WriteScope, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None) -> StoreResponse:
+    p = writer.create(scope.bank, req, idempotency_key)
     emit.stored(p, req)
     d = p.doc
     return StoreResponse(
@@ -45,8 +46,8 @@ def store_memory(req: MemoryCreate, writer: WriterDep, emit: EmitDep, idempotenc
     "/memory/batch", status_code=201, response_model=BatchResponse, response_model_exclude_none=True,
     responses={207: {"model": BatchResponse, "description": "Some items failed; `failed` names each one"}, **ERROR_RESPONSES},
 )
-def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None):
-    prepared, errors = writer.create_batch(req.memories, idempotency_key)
+def store_batch(req: MemoryBatch, scope: WriteScope, writer: WriterDep, emit: EmitDep, idempotency_key: IdempotencyKey = None):
+    prepared, errors = writer.create_batch(scope.bank, req.memories, idempotency_key)
     emit.stored_batch(prepared, errors)
     warnings = [w for p in prepared for w in p.warnings] or None
     failed = [{"index": i, "id": p.memory_id, "reason": err} for i, (p, err) in enumerate(zip(prepared, errors)) if err]
@@ -58,22 +59,22 @@ def store_batch(req: MemoryBatch, writer: WriterDep, emit: EmitDep, idempotency_
 
 
 @router.get("/memory/{memory_id}", response_model=MemoryResponse, response_model_exclude_unset=True, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def get_memory(memory_id: str, store: StoreDep) -> dict:
-    source = store.get(memory_id) if valid_id(memory_id) else None
+def get_memory(memory_id: str, scope: ReadScope, store: StoreDep) -> dict:
+    source = store.get(scope.bank, memory_id) if valid_id(memory_id) else None
     if source is None:
         raise NotFound(f"Memory {memory_id} not found")
     return {"status": "success", "memory": public_memory(memory_id, source)}
 
 
 @router.patch("/memory/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def update_memory(memory_id: str, req: MemoryUpdate, writer: WriterDep, emit: EmitDep) -> dict:
-    updated = writer.update(memory_id, req)
+def update_memory(memory_id: str, req: MemoryUpdate, scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
+    updated = writer.update(scope.bank, memory_id, req)
     emit.updated(memory_id, updated, req)
     return {"status": "success", "memory_id": memory_id, "memory": public_memory(memory_id, updated)}
 
 
 @router.delete("/memory/{memory_id}", response_model=DeleteResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def delete_memory(memory_id: str, writer: WriterDep, emit: EmitDep) -> dict:
-    writer.delete(memory_id)
+def delete_memory(memory_id: str, scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
+    writer.delete(scope.bank, memory_id)
     emit.deleted(memory_id)
     return {"status": "success", "memory_id": memory_id}

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Query, Response
 
-from service.api.deps import ApiAuth, ReadScope
+from service.api.deps import ApiAuth, EmbedderDep, RecallDep, SettingsDep
+from service.api.scope import ReadScope
 from service.api.responses import dumps
 from service.api.error_docs import ERROR_RESPONSES
 from service.api.automem.recall_models import RecallQuery, RecallResponse
@@ -18,13 +19,13 @@ router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
 
 @router.get("/recall", response_model=RecallResponse, responses=ERROR_RESPONSES)
-def recall(params: Annotated[RecallQuery, Query()], scope: ReadScope, request: Request, background: BackgroundTasks, emit: EmitDep) -> Response:
+def recall(params: Annotated[RecallQuery, Query()], scope: ReadScope, service: RecallDep, settings: SettingsDep, embedder: EmbedderDep,
+           background: BackgroundTasks, emit: EmitDep) -> Response:
     """Ranked hybrid recall: vector, BM25 and metadata arms in one engine round trip, re-ranked by the
     ten weighted components; optional graph and entity expansion; current-state filtering."""
-    state = request.app.state
     now = utcnow()
-    req = params.to_request(state.settings, dimension=state.embedder.dimension, now=now, bank=scope.bank)
-    body = state.recall.recall(req, now, defer=background.add_task)
+    req = params.to_request(settings, dimension=embedder.dimension, now=now, bank=scope.bank)
+    body = service.recall(req, now, defer=background.add_task)
     emit.recalled(req, body)
     # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
     return Response(dumps(body), media_type="application/json", background=background)

@@ -108,7 +108,7 @@ class RecallQuery(QueryModel):
             return int(raw), []
         return 0, [f"offset {raw[:40]!r} is not a whole number >= 0: ignored"]
 
-    def to_request(self, settings, *, dimension: int, now: datetime, bank: str | None = None) -> RecallRequest:
+    def to_request(self, settings, *, dimension: int, now: datetime, bank: str) -> RecallRequest:
         """Resolve into the pipeline's request: Settings defaults, clamps, the time window, the vector."""
         try:
             window = resolve_time_window(start=self.start, end=self.end, time_query=self.time_query, now=now, tz=settings.date_zone)

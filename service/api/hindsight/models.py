@@ -287,4 +287,6 @@ class BankDeleteResponse(DeleteResponse):
     memories_deleted: int
     edges_deleted: int
     consolidation_records_deleted: int
+    recall_ledger_deleted: int = Field(0, description="Signet session dedupe documents of the bank")
+    recall_log_deleted: int = Field(0, description="Recall log documents of the bank (RECALL_LOG_ENABLED)")
     profile_deleted: bool

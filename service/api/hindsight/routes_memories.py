@@ -7,11 +7,12 @@ import logging
 import uuid
 from typing import Literal
 
-from fastapi import APIRouter, BackgroundTasks, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Query
 
 from service.api.hindsight import queries as HQ
 from service.api.hindsight import retain as R
 from service.api.hindsight import views
+from service.api.deps import SettingsDep, StoreDep, WriterDep
 from service.api.hindsight.deps import ReadBank, RegistryDep, WriteBank
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightError, HindsightRoute
 from service.api.hindsight.models import DeleteResponse, RetainBody, RetainResponse, TagsMatch
@@ -21,6 +22,8 @@ from service.memory.models import valid_id
 from service.stream.emit import EmitDep, Emitter
 from service.clock.instants import instant_param, utcnow
 from service.memory.limits import check_text
+from service.storage.memories import MemoryStore
+from service.writes.writer import MemoryWriter
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: memories"], responses=HINDSIGHT_ERRORS)
 log = logging.getLogger("engram.hindsight")
@@ -46,21 +49,19 @@ def _check_item_strings(body: RetainBody) -> None:
                 check_text(entity.type, f"{where}entities[{j}].type")
 
 
-def _store_retained(state, bank: str, body: RetainBody, plan: R.Plan, emit: Emitter) -> list[str]:
+def _store_retained(writer: MemoryWriter, store: MemoryStore, bank: str, body: RetainBody, plan: R.Plan, emit: Emitter) -> list[str]:
     """Write the planned memories in one batch, then delete the chunks replaced documents no longer
     have (through the writer, one by one: a replaced document rarely loses many). Returns the stored ids."""
-    writer = state.writer.for_bank(bank)
-    prepared, errors = writer.create_batch(plan.memories)
+    prepared, errors = writer.create_batch(bank, plan.memories)
     emit.stored_batch(prepared, errors)
     failed = [(i, e) for i, e in enumerate(errors) if e]
     if failed:
         i, reason = failed[0]
         raise EngineUnavailable(f"{len(failed)} of {len(prepared)} memories were not stored (first: memory {i}: {reason}); retrying the same request is safe")
-    store = state.memories.for_bank(bank)
     for doc, ids in R.replaced_documents(plan, body).items():
         for stale in store.ids_matching(R.stale_chunks_query(bank, doc, ids)):
             try:
-                writer.delete(stale)  # with its edges and the supersessions it caused
+                writer.delete(bank, stale)  # with its edges and the supersessions it caused
             except NotFound:
                 continue  # deleted meanwhile
             emit.deleted(stale)
@@ -68,20 +69,19 @@ def _store_retained(state, bank: str, body: RetainBody, plan: R.Plan, emit: Emit
 
 
 @router.post(f"{BANK}/memories", response_model=RetainResponse, response_model_exclude_none=True, summary="Retain memories", operation_id="retain_memories")
-def retain(body: RetainBody, scope: WriteBank, request: Request, registry: RegistryDep, emit: EmitDep, background: BackgroundTasks) -> dict:
+def retain(body: RetainBody, scope: WriteBank, registry: RegistryDep, writer: WriterDep, store: StoreDep, settings: SettingsDep,
+           emit: EmitDep, background: BackgroundTasks) -> dict:
     """Each item is stored as given (long ones in chunks), classified world / experience by rules;
     with `async: true` the answer comes at once and the memories are stored right after it."""
-    state = request.app.state
     _check_item_strings(body)
     profile = registry.profile(scope.bank)
-    chunk_chars = (profile.setting("retain_chunk_size") if profile else None) or state.settings.hindsight_retain_chunk_chars
+    chunk_chars = (profile.setting("retain_chunk_size") if profile else None) or settings.hindsight_retain_chunk_chars
     appended = R.append_documents(body)
-    next_index = R.parse_max_chunk(state.memories.for_bank(scope.bank).search(R.max_chunk_body(scope.bank, appended))) if appended else {}
+    next_index = R.parse_max_chunk(store.search(R.max_chunk_body(scope.bank, appended))) if appended else {}
     operation_id = body.operation_id or str(uuid.uuid4())
     plan = R.plan_retain(body.model_copy(update={"operation_id": operation_id}), scope.bank, chunk_chars, next_index)
     if len(plan.memories) > MAX_RETAINED:
         raise BadRequest(f"this request makes {len(plan.memories)} memories ({chunk_chars}-character chunks); at most {MAX_RETAINED} per request: split it")
-    writer = state.writer.for_bank(scope.bank)
     for i, memory in enumerate(plan.memories):  # every item checked before anything is written
         writer.validate(memory, f"items[{i}].", content=memory.content)
     if plan.memories and profile is None:
@@ -89,19 +89,19 @@ def retain(body: RetainBody, scope: WriteBank, request: Request, registry: Regis
     if body.async_:
         def run() -> None:
             try:
-                _store_retained(state, scope.bank, body, plan, emit)
+                _store_retained(writer, store, scope.bank, body, plan, emit)
             except Exception:  # noqa: BLE001 - the client was answered already; the log says what failed
                 log.exception("async retain %s into bank %s failed", operation_id, scope.bank)
 
         background.add_task(run)
         return {"success": True, "bank_id": scope.bank, "items_count": len(body.items), "async": True, "operation_id": operation_id}
-    ids = _store_retained(state, scope.bank, body, plan, emit) if plan.memories else []
+    ids = _store_retained(writer, store, scope.bank, body, plan, emit) if plan.memories else []
     return {"success": True, "bank_id": scope.bank, "items_count": len(body.items), "async": False, "memory_ids": ids}
 
 
 @router.get(f"{BANK}/memories/list", summary="List memory units", operation_id="list_memories")
 def list_memories(
-    scope: ReadBank, request: Request,
+    scope: ReadBank, store: StoreDep,
     type: Literal["world", "experience", "observation"] | None = Query(None, description="Fact type"),
     q: str | None = Query(None, max_length=500, description="Words of the text or context (case-insensitive, the last one as a prefix)"),
     consolidation_state: str | None = Query(None, max_length=50, description="Accepted; consolidation here keeps no per-memory state"),
@@ -126,23 +126,22 @@ def list_memories(
         scope.bank, fact_type=type, q=q, document_id=document_id, tags=tags or (), tags_match=tags_match,
         time_field=time_field, start=instant_param("start_date", start_date), end=instant_param("end_date", end_date), state=state, entity_id=entity_id,
     )
-    store = request.app.state.memories.for_bank(scope.bank)
     rows, total = store.page(query, sort, size=limit, offset=offset) if limit else ([], store.count(query))
     return {"items": [views.list_item(mid, source) for mid, source in rows], "total": total, "limit": limit, "offset": offset}
 
 
 @router.get(f"{BANK}/memories/{{memory_id}}", summary="Get memory unit", operation_id="get_memory")
-def get_memory(memory_id: str, scope: ReadBank, request: Request) -> dict:
-    source = request.app.state.memories.for_bank(scope.bank).get(memory_id) if valid_id(memory_id) else None
+def get_memory(memory_id: str, scope: ReadBank, store: StoreDep) -> dict:
+    source = store.get(scope.bank, memory_id) if valid_id(memory_id) else None
     if source is None:
         raise NotFound(f"Memory unit '{memory_id}' not found")
     return views.list_item(memory_id, source)
 
 
 @router.delete(f"{BANK}/memories/{{memory_id}}", response_model=DeleteResponse, summary="Delete memory unit", operation_id="delete_memory")
-def delete_memory(memory_id: str, scope: WriteBank, request: Request, emit: EmitDep) -> dict:
+def delete_memory(memory_id: str, scope: WriteBank, writer: WriterDep, emit: EmitDep) -> dict:
     """The memory, its edges and the supersessions it caused (as AutoMem's DELETE /memory/{id})."""
-    request.app.state.writer.for_bank(scope.bank).delete(memory_id)
+    writer.delete(scope.bank, memory_id)
     emit.deleted(memory_id)
     return {"success": True, "message": f"Memory unit '{memory_id}' deleted", "deleted_count": 1}
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, BackgroundTasks, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Response
 
 from service.api.hindsight import response as H
+from service.api.deps import RecallDep, SettingsDep, StoreDep
 from service.api.hindsight.deps import ReadBank, RegistryDep, TokensDep
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightRoute
 from service.api.hindsight.models import RecallBody, RecallResponse
@@ -23,19 +24,18 @@ router = APIRouter(route_class=HindsightRoute, tags=["hindsight: recall"], respo
 @router.post(
     "/v1/default/banks/{bank_id}/memories/recall", response_model=RecallResponse, summary="Recall memory", operation_id="recall_memories",
 )
-def recall(body: RecallBody, scope: ReadBank, request: Request, registry: RegistryDep, tokens: TokensDep, emit: EmitDep,
-           background: BackgroundTasks) -> Response:
+def recall(body: RecallBody, scope: ReadBank, service: RecallDep, store: StoreDep, settings: SettingsDep, registry: RegistryDep,
+           tokens: TokensDep, emit: EmitDep, background: BackgroundTasks) -> Response:
     """Hybrid recall (vector, BM25, metadata and temporal arms in one engine round trip, AutoMem's
     ranking, graph expansion by budget), cut to `max_tokens` of result text."""
     started = time.perf_counter()
-    state = request.app.state
-    limit = state.settings.hindsight_max_query_tokens
+    limit = settings.hindsight_max_query_tokens
     used = tokens.count(body.query)
     if used > limit:
         raise BadRequest(f"Query too long: {used} tokens exceeds maximum of {limit}. Please shorten your query.")
     now = utcnow()
-    req = to_request(body, state.settings, bank=registry.profile(scope.bank), bank_id=scope.bank, now=now)
-    out = state.recall.recall(req, now, defer=background.add_task)
+    req = to_request(body, settings, bank=registry.profile(scope.bank), bank_id=scope.bank, now=now)
+    out = service.recall(req, now, defer=background.add_task)
     results, spent, candidates = H.shaped_results(out, tokens, body.max_tokens)
     answer: dict = {"results": H.public(results)}
     include = body.include
@@ -46,7 +46,7 @@ def recall(body: RecallBody, scope: ReadBank, request: Request, registry: Regist
         answer["chunks"] = H.chunks_block(results, tokens, include.chunks.max_tokens, indices.get)
     if include.source_facts is not None:
         wanted = [fid for r in results for fid in r.get("source_fact_ids") or ()]
-        facts = state.memories.for_bank(scope.bank).get_many(list(dict.fromkeys(wanted))) if wanted else {}
+        facts = store.get_many(scope.bank, list(dict.fromkeys(wanted))) if wanted else {}
         answer["source_facts"], answer["source_facts_truncated"] = H.source_facts_block(
             results, facts, tokens, include.source_facts.max_tokens, include.source_facts.max_tokens_per_observation,
         )

@@ -4,8 +4,10 @@ check the server (hindsight-client's get_version)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
+
+from service.api.deps import SettingsDep
 
 router = APIRouter(tags=["hindsight: monitoring"])
 
@@ -33,9 +35,8 @@ class HindsightVersionResponse(BaseModel):
 
 
 @router.get("/version", response_model=HindsightVersionResponse)
-async def version(request: Request) -> HindsightVersionResponse:
+async def version(settings: SettingsDep) -> HindsightVersionResponse:
     """The Hindsight API version implemented, and Hindsight's feature flags as this service has them."""
-    settings = request.app.state.settings
     return HindsightVersionResponse(api_version=HINDSIGHT_API_VERSION, features=HindsightFeatures(
         observations=settings.consolidation_cluster_interval_seconds > 0 and settings.consolidation_tick_seconds > 0,
         mcp=False, worker=settings.enrichment_enabled, bank_config_api=False, bank_llm_health=False, file_upload_api=False,

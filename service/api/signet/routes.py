@@ -7,8 +7,9 @@ RecallService.recall (or one search), and shapes Signet's answer.
     GET  /memory/similar            the memories nearest to one memory's vector
     POST /api/hooks/compaction-complete   store the compaction summary; the session's next context epoch
 
-Banks: Signet's `scope` (an exact memory-scope string such as `world:alpha`) is the bank to read,
-as X-Bank / ?bank= are on every other route; a token scoped to banks sees only those (404 otherwise).
+Banks: Signet's `scope` (an exact memory-scope string such as `world:alpha`, in the body or the query
+string) is the bank to read, as X-Bank / ?bank= are on every other route (service/api/scope.py); a
+token scoped to banks sees only those (404 otherwise).
 """
 
 from __future__ import annotations
@@ -16,27 +17,27 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Query, Response
 
 from scoring.components import cosine_from_lucene
-from service.api.deps import ApiAuth, BankHeader, BankQuery, SettingsDep, StoreDep, WriterDep, WriteScope
+from service.api.deps import ApiAuth, LedgerDep, RecallDep, SettingsDep, StoreDep, WriterDep
+from service.api.scope import SignetReadScope, WriteScope
 from service.api.responses import dumps
 from service.api.signet import models as M
 from service.api.signet import queries as SQ
 from service.api.signet import shaping
 from service.api.signet.dedupe import Dedupe, agent_of
 from service.api.signet.temporal import Temporal, resolve
-from service.api.auth import require_api_token
-from service.auth.tokens import RECALL, Principal
-from service.banks.scope import BankScope, resolve_bank
 from service.errors import BadRequest, NotFound
 from service.recall import queries as Q
 from service.filters import clauses as C
 from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
 from service.memory.models import MemoryCreate, valid_id
-from service.stream.emit import EmitDep
+from service.stream.emit import EmitDep, Emitter
 from service.clock.expressions import TimeWindow
 from service.clock.instants import utcnow
+from service.recall.pipeline import RecallService
+from service.storage.ledger import RecallLedger
 
 router = APIRouter(dependencies=[ApiAuth], tags=["signet"])
 FORBIDDEN = {403: {"description": "The token lacks the permission this route needs"}}
@@ -45,24 +46,12 @@ LEGACY_LIMITS = (20, 50)
 LEGACY_MAX = 1000
 # The compaction summary (Signet's hooks-routes: type session_summary, importance 0.8, who system).
 SUMMARY_TYPE, SUMMARY_IMPORTANCE, SUMMARY_WHO = "session_summary", 0.8, "system"
-PrincipalDep = Annotated[Principal, Depends(require_api_token)]
 
 
-def read_scope(request: Request, principal: Principal, header: str | None, query: str | None, scope: str | None = None) -> BankScope:
-    """The bank: Signet's `scope`, else X-Bank / ?bank=; both naming different banks is a 400."""
-    named = [b.strip() for b in (scope, header or query) if b and b.strip()]
-    if len(set(named)) > 1:
-        raise BadRequest(f"scope {named[0][:80]!r} and X-Bank {named[1][:80]!r} name different banks; send one")
-    scope = resolve_bank(principal, named[0] if named else None, request.app.state.settings.default_bank, RECALL)
-    request.state.bank = scope.bank  # the stream events of this request belong to it
-    return scope
-
-
-def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, query: str, limit: int, filters: dict[str, Any],
-            time_options: M.TimeOptions | None, session_key: str | None, agent_id: str | None, include_recalled: bool) -> dict[str, Any]:
+def _recall(service: RecallService, ledger: RecallLedger, settings, background: BackgroundTasks, emit: Emitter, bank: str, *,
+            query: str, limit: int, filters: dict[str, Any], time_options: M.TimeOptions | None, session_key: str | None, agent_id: str | None,
+            include_recalled: bool) -> dict[str, Any]:
     started = time.perf_counter()
-    state = request.app.state
-    settings = state.settings
     now = utcnow()
     query = M.checked(query, "query", M.MAX_QUERY_CHARS) or ""
     if not query:
@@ -73,10 +62,10 @@ def _recall(request: Request, background: BackgroundTasks, emit, bank: str, *, q
         temporal = resolve(query, time_options, now, settings.date_zone)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    dedupe = Dedupe.begin(state.ledger, bank, session_key, agent_id, include_recalled, now)
+    dedupe = Dedupe.begin(ledger, bank, session_key, agent_id, include_recalled, now)
     req = M.recall_request(settings, bank=bank, query=(temporal.content_query if temporal else query) or None, limit=limit,
                            values=filters, suppress_ids=dedupe.suppress_ids, **_window(temporal))
-    body = state.recall.recall(req, now, defer=background.add_task)
+    body = service.recall(req, now, defer=background.add_task)
     rows = [shaping.row(r, temporal=temporal) for r in body["results"]]
     rows = dedupe.finish(rows, body.get("suppressed", 0), now)
     emit.recalled(req, body)
@@ -102,15 +91,14 @@ def _json(body: dict[str, Any], background: BackgroundTasks | None = None) -> Re
 
 
 @router.post("/api/memory/recall", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def recall(body: M.RecallBody, request: Request, principal: PrincipalDep, background: BackgroundTasks, emit: EmitDep,
-           header: BankHeader = None, bank_query: BankQuery = None) -> Response:
+def recall(body: M.RecallBody, scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
+           background: BackgroundTasks, emit: EmitDep) -> Response:
     """Hybrid recall (vector, BM25 and metadata arms, re-ranked) with Signet's filters, session dedupe
     (`sessionKey`, `includeRecalled`), date phrases in the query or a `time` window, and aggregate mode
     (answered with aggregate.partial: no language model here)."""
-    bank = read_scope(request, principal, header, bank_query, M.checked(body.scope, "scope", 200)).bank
-    values = M.filters(request.app.state.settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
+    values = M.filters(settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
                        pinned=body.pinned, importance_min=body.importance_min, since=body.since, until=body.until)
-    out = _recall(request, background, emit, bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+    out = _recall(service, ledger, settings, background, emit, scope.bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=body.time, session_key=body.sessionKey,
                   agent_id=body.agentId, include_recalled=body.includeRecalled)
     if body.aggregate:
@@ -119,23 +107,22 @@ def recall(body: M.RecallBody, request: Request, principal: PrincipalDep, backgr
 
 
 @router.get("/api/memory/search", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def search(params: Annotated[M.SearchQuery, Query()], request: Request, principal: PrincipalDep, background: BackgroundTasks, emit: EmitDep,
-           header: BankHeader = None, bank_query: BankQuery = None) -> Response:
-    """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias")."""
-    bank = read_scope(request, principal, header, bank_query).bank
-    values = M.filters(request.app.state.settings, type_=params.type, tags=params.tags, who=params.who, project=params.project,
+def search(params: Annotated[M.SearchQuery, Query()], scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
+           background: BackgroundTasks, emit: EmitDep) -> Response:
+    """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias"); `scope` names the bank."""
+    values = M.filters(settings, type_=params.type, tags=params.tags, who=params.who, project=params.project,
                        pinned=params.pinned, importance_min=params.importance_min, since=params.since, until=params.until)
-    out = _recall(request, background, emit, bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+    out = _recall(service, ledger, settings, background, emit, scope.bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=None, session_key=params.sessionKey, agent_id=params.agentId,
                   include_recalled=params.includeRecalled)
     return _json(out, background)
 
 
 @router.get("/memory/search", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], store: StoreDep, settings: SettingsDep) -> Response:
+def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], scope: SignetReadScope, store: StoreDep, settings: SettingsDep) -> Response:
     """Keyword search (BM25) inside Signet's filters; filters alone list memories pinned first, then by
     importance decayed by age; `distinct=who` gives the bank's authors."""
-    bank = store.bank
+    bank = scope.bank
     if (params.distinct or "").strip().lower() == "who":
         aggs = store.search(SQ.distinct_who(bank)).get("aggregations", {})
         return _json({"values": [b["key"] for b in aggs.get("who", {}).get("buckets", [])]})
@@ -155,26 +142,26 @@ def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], store: StoreD
 
 
 @router.get("/memory/similar", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def similar(params: Annotated[M.SimilarQuery, Query()], store: StoreDep, settings: SettingsDep) -> Response:
+def similar(params: Annotated[M.SimilarQuery, Query()], scope: SignetReadScope, store: StoreDep, settings: SettingsDep) -> Response:
     """The `k` memories nearest to memory `id`'s stored vector: one kNN query (404 when it has none)."""
     anchor = M.checked(params.id, "id", 200)
     if not anchor:
         raise BadRequest("id is required")
-    found = store.vectors([anchor]) if valid_id(anchor) else {}
+    found = store.vectors(scope.bank, [anchor]) if valid_id(anchor) else {}
     if anchor not in found:
         raise NotFound(f"Memory {anchor} not found")
     vector = found[anchor][0]
     if vector is None:
         raise NotFound(f"Memory {anchor} has no stored embedding")
     now = utcnow()
-    req = M.recall_request(settings, bank=store.bank, query=None, limit=1, values={"types": M.type_filter(M.checked(params.type, "type", M.NAME_CHARS))})
+    req = M.recall_request(settings, bank=scope.bank, query=None, limit=1, values={"types": M.type_filter(M.checked(params.type, "type", M.NAME_CHARS))})
     flt = C.strictly_current(C.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
     hits = store.search(SQ.similar(flt, vector, anchor, M.bounded_limit(params.k, 10, M.MAX_LIMIT)))["hits"]["hits"]
     return _json({"results": [shaping.similar_row(h["_id"], h["_source"], cosine_from_lucene(h["_score"])) for h in hits]})
 
 
 @router.post("/api/hooks/compaction-complete", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def compaction_complete(body: M.CompactionComplete, request: Request, scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
+def compaction_complete(body: M.CompactionComplete, scope: WriteScope, writer: WriterDep, ledger: LedgerDep, emit: EmitDep) -> dict:
     """The harness compacted its context: the summary is stored (a session_summary memory) and the
     session's next context epoch starts, so what it was shown before can be recalled again (Signet's
     own way to start an epoch)."""
@@ -185,12 +172,12 @@ def compaction_complete(body: M.CompactionComplete, request: Request, scope: Wri
     create = MemoryCreate(content=body.summary, type=SUMMARY_TYPE, importance=SUMMARY_IMPORTANCE, who=SUMMARY_WHO,
                           project=M.checked(body.project, "project", M.NAME_CHARS), tags=["session", "summary", harness],
                           metadata={"source": "compaction-complete", "harness": harness, **({"session_key": session_key} if session_key else {})})
-    prepared = writer.create(create)
+    prepared = writer.create(scope.bank, create)
     emit.stored(prepared, create)
     out: dict[str, Any] = {"success": True, "memoryId": prepared.memory_id}
     if session_key:
         agent = agent_of(M.checked(body.agentId, "agentId", M.NAME_CHARS), session_key)
-        out["contextEpoch"] = request.app.state.ledger.advance(
+        out["contextEpoch"] = ledger.advance(
             scope.bank, session_key, agent, reason="compaction-complete", source_ref=prepared.memory_id, now=utcnow(),
         )
     return out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.consolidation import history as H
+from service.consolidation import scheduler as S
+from service.storage import history as H
 from service.consolidation import queries as Q
 
 BANK = {"term": {"bank": "default"}}
@@ -71,5 +72,5 @@ def test_history_bodies():
         "sort": [{"started_at": {"order": "desc"}}, {"id": "desc"}],
     }
     assert H.recent_runs_body("b2", 500, 20, source=False)["from"] == 20
-    assert H.tasks_for_mode("full") == ["decay", "creative", "cluster", "forget", "full"]
-    assert H.tasks_for_mode("cluster") == ["cluster"]
+    assert S.tasks_for_mode("full") == ["decay", "creative", "cluster", "forget", "full"]
+    assert S.tasks_for_mode("cluster") == ["cluster"]
