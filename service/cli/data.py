@@ -164,33 +164,44 @@ def _target(output: str | None, name: str) -> Path | None:
 def restore_command(
     file: Annotated[Path, typer.Argument(help="a backup .tar.gz (Engram's or AutoMem's) or an AutoMem backup folder", exists=True)],
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None, api: ApiOpt = None, token: TokenOpt = None, admin_token: AdminTokenOpt = None,
-    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl)", show_default=False)] = None,
+    new_ids: Annotated[bool, typer.Option("--new-ids", help="give every memory a new id of its own in the bank (edges follow): "
+                                                            "to restore into another bank of the same store, or copy a bank")] = False,
+    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed-<UTC time>.jsonl)", show_default=False)] = None,
     no_progress: NoProgressOpt = False, as_json: JsonOpt = False,
 ) -> None:
-    """Restore a backup archive. Idempotent: ids are kept and records upserted; vectors are reused
-    when their size is the model's, else the memories are re-embedded. Nothing is deleted first."""
+    """Restore a backup archive. Idempotent: ids are kept (or derived anew with --new-ids) and records
+    upserted; vectors are reused when their size is the model's, else the memories are re-embedded.
+    Nothing is deleted first. Failures go to FILE.failed-<UTC time>.jsonl (never overwriting an earlier one)."""
+    from service.admin.jobs import restore_failures_path
+
+    failed = failed or restore_failures_path(file)
     if api:
         if file.is_dir():
             raise typer.BadParameter("--api uploads an archive file, not a folder", param_hint="FILE")
         client = ServiceClient(api, token, admin_token)
-        with open(file, "rb") as fh:
-            resp = client.http.post("/admin/restore", content=fh, params={"bank": bank} if bank else None, headers={"Content-Type": "application/gzip"})
+        params = {**({"bank": bank} if bank else {}), **({"new_ids": "true"} if new_ids else {})}
+        with open(file, "rb") as fh:  # streamed: httpx reads the file in chunks
+            resp = client.http.post("/admin/restore", content=fh, params=params or None, headers={"Content-Type": "application/gzip"})
         client.check(resp)
         body = resp.json()
+        if body.get("failures"):  # the service answers with the first ones
+            import orjson
+
+            failed.write_bytes(b"".join(orjson.dumps(f) + b"\n" for f in body["failures"]))
     else:
-        from service.admin.jobs import ready, restore_archive
+        from service.admin.jobs import ready, restore_archive, restore_summary
 
         settings = settings_from(url, prefix, bank)
         engine, embedder = ready(settings, None, None)
-        report, about = restore_archive(settings, engine, embedder, file, bank=settings.default_bank,
-                                        failed_path=failed or Path(f"{file}.failed.jsonl"), progress=not no_progress)
-        body = {"status": "partial_success" if report.failed or report.edges_failed else "success", "bank": settings.default_bank,
-                "memories": {"restored": report.stored, "failed": report.failed, "vectors_reused": about["vectors_reused"], "reembedded": report.embedded},
-                "edges": {"restored": report.edges_stored, "failed": report.edges_failed}, "archive": about, "seconds": round(report.seconds, 1)}
+        report, about = restore_archive(settings, engine, embedder, file, bank=settings.default_bank, failed_path=failed,
+                                        progress=not no_progress, new_ids=new_ids)
+        body = {**restore_summary(report, about, settings.default_bank), "seconds": round(report.seconds, 1)}
     m, e = body["memories"], body["edges"]
     emit(body, as_json, f"restored {m['restored']:,} memories ({m['failed']:,} failed, {m['vectors_reused']:,} kept their vector) "
                         f"and {e['restored']:,} edges into bank {body['bank']}; skipped: {body['archive']['skipped']}")
     if body["status"] != "success":
+        if failed.exists():
+            print(f"FAILED: {m['failed']:,} memories and {e['failed']:,} edges; details in {failed}", file=sys.stderr)
         raise typer.Exit(1)
 
 
