@@ -37,7 +37,8 @@ def import_command(
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted import after its last confirmed line")] = False,
     state: Annotated[Path | None, typer.Option("--state", help="resume state file (default: FILE.import-state.json)", show_default=False)] = None,
-    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl)", show_default=False)] = None,
+    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl; for an archive "
+                                                                 "FILE.failed-<UTC time>.jsonl)", show_default=False)] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=BATCH_SIZE, help="records per bulk request")] = BATCH_SIZE,
     workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="bulk requests in flight")] = WORKERS,
     pause_refresh: Annotated[bool, typer.Option("--pause-refresh", help="no index refresh during the load (faster offline; live writes then wait for it)")] = False,
