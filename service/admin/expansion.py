@@ -119,9 +119,10 @@ class GuardedMember:
     """A gzip member's decompressed bytes as a file for ijson, every read checked against the budget
     and scanned for lone surrogate escapes."""
 
-    def __init__(self, path: Path, budget: Budget):
+    def __init__(self, path: Path, budget: Budget, *, records: bool = True):
         self.name = path.name
         self.budget = budget
+        self.records = records  # check the record limit (bytes between two record_done calls)
         self.raw = _Counted(path)
         self.gz = gzip.GzipFile(fileobj=self.raw, mode="rb")
         self.out = 0
@@ -136,7 +137,7 @@ class GuardedMember:
         self.out += len(data)
         self.since_record += len(data)
         self.budget.decompressing(self.name, self.out, self.raw.count)
-        if self.since_record > self.budget.limits.record:
+        if self.records and self.since_record > self.budget.limits.record:
             raise ExpansionError(f"{self.name} holds a record larger than {self.budget.limits.record:,} bytes (record limit); refused")
         if not self.lone_surrogates:
             self._scan(data)
@@ -168,18 +169,23 @@ class NeedsExact(Exception):
 
 class JsonMember:
     """One gzip JSON member of an archive, read in passes within the archive's budget. `exact` is set
-    once a pass finds a lone surrogate escape; every later pass then keeps such strings as they are."""
+    once a pass finds a lone surrogate escape; every later pass then keeps such strings as they are.
+
+    The record limit is checked by `count`, which sees every item of the arrays it counts; an `items`
+    pass of one array reads through the others without yielding, so after a count it checks only the
+    budget (and without a count, it counts the bytes between the items it yields)."""
 
     def __init__(self, path: Path, budget: Budget):
         self.path = path
         self.budget = budget
         self.exact = False
+        self.counted = False
 
     def _unreadable(self, exc: Exception) -> ArchiveError:
         return ArchiveError(f"{self.path.name} is not valid gzip JSON: {exc}")
 
-    def _events(self, read) -> Iterator[Any]:
-        stream = GuardedMember(self.path, self.budget)
+    def _events(self, read, *, records: bool = True) -> Iterator[Any]:
+        stream = GuardedMember(self.path, self.budget, records=records)
         try:
             yield from read(stream, EXACT if self.exact else FAST)
             if stream.lone_surrogates and not self.exact:
@@ -206,7 +212,7 @@ class JsonMember:
                 stream.record_done()
                 yield value
 
-        return self._events(read)
+        return self._events(read, records=not self.counted)
 
     def count(self, *prefixes: str) -> dict[str, int]:
         """How many values each prefix holds, in one pass (a second, exact one if the first needs it)."""
@@ -222,6 +228,7 @@ class JsonMember:
             try:
                 for p, _ in self._events(read):
                     counts[p] += 1
+                self.counted = True
                 return counts
             except NeedsExact:
                 continue

@@ -106,3 +106,14 @@ def test_the_scanner_across_read_boundaries(tmp_path, text, lone):
                 pass
             assert stream.lone_surrogates is lone, (pad, size)
             stream.close()
+
+
+def test_an_items_pass_reads_past_the_other_arrays(tmp_path):
+    # The 100k backup: its relationships add up to more than a record, after the nodes an items pass
+    # of the nodes has finished yielding; the count pass has checked every record already.
+    data = json.dumps({"nodes": [{"id": i} for i in range(3)], "relationships": [{"n": random_text(1_000)} for _ in range(400)]}).encode()
+    reader = JsonMember(member(tmp_path, "g.json.gz", data), Budget(SMALL))
+    assert reader.count("nodes.item", "relationships.item") == {"nodes.item": 3, "relationships.item": 400}
+    assert [n["id"] for n in reader.items("nodes.item")] == [0, 1, 2]
+    with pytest.raises(ExpansionError, match="record limit"):  # without a count, the bytes between yielded items count
+        list(JsonMember(member(tmp_path, "g.json.gz", data), Budget(SMALL)).items("nodes.item"))
