@@ -65,9 +65,11 @@ def run(args) -> dict:
     engine = lambda prefix: ["--url", url, "--prefix", prefix]  # noqa: E731
 
     def fresh(prefix: str) -> None:
-        client.delete(f"/{prefix}-memories-*,{prefix}-edges-*")
-        for name in ("memories", "edges"):
-            client.delete(f"/_index_template/{prefix}-{name}")
+        """Every index and template of the prefix (a service also makes banks, ledger, consolidation)."""
+        client.delete(f"/{prefix}-*")
+        templates = client.get(f"/_index_template/{prefix}-*")
+        for t in templates.json().get("index_templates", []) if templates.status_code == 200 else []:
+            client.delete(f"/_index_template/{t['name']}")
 
     archive = OUT / f"restore-api-{args.size}.tar.gz"
     results: dict = {"size": args.size, "load_avg_before": os.getloadavg()}
