@@ -8,22 +8,23 @@ stats: {points_count, vector_size}}` — as AutoMem's `GET /backup` and scripts/
 write them and scripts/restore_from_backup.py reads them. We add `manifest.json` (counts, sha256
 of each member, model, vector size, bank); AutoMem's restore ignores it.
 
-Node properties are what FalkorDB can hold: strings, numbers, booleans and lists of them, so
-`metadata` is a JSON string as AutoMem stores it, and so are our `supersessions`. Relationship
-ends are the nodes' integer ids, which map to `nodes[].properties.id` (the memory id).
+Node properties are what FalkorDB can hold: strings, numbers, booleans and lists of them, so every
+structured field of service/memory/codec.py (`metadata`, as AutoMem stores it, and our
+`supersessions` and `enrichment`) is a JSON string, decoded on the way back by the same table.
+Relationship ends are the nodes' integer ids, which map to `nodes[].properties.id` (the memory id).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from service.admin.records import DERIVED
 from service.errors import BadRequest
+from service.memory import codec
+from service.memory.limits import FLOAT32_MAX
 
 VALID_INCLUDES = ("falkordb", "qdrant")
 MANIFEST = "manifest.json"
@@ -33,13 +34,11 @@ MEMORY_LABEL = "Memory"
 # AutoMem's Qdrant payload (automem/api/memory.py store); we add the validity fields and archived.
 PAYLOAD_FIELDS = ("content", "tags", "tag_prefixes", "importance", "timestamp", "type", "confidence", "updated_at",
                   "last_accessed", "metadata", "t_valid", "t_invalid", "archived")
-# Node and payload properties that are ours to rebuild or to set (never counted as lost).
-REBUILT = DERIVED | {"tag_prefixes"}
-# Stored fields a Memory node leaves out: the vector (the Qdrant points hold it) and what restore's
-# write path rebuilds. A thread's order and context (thread_seq / thread_prev / thread_context)
-# stay, as in export lines: the importer keeps them and does not link threads.
-NOT_IN_BACKUP = frozenset({"embedding", "bank", "tags_norm", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type",
-                           "thread_key", "thread_at", "date_terms"})
+# A derived field AutoMem's own nodes hold (its restore script reads it); rebuilt on the way back.
+AUTOMEM_DERIVED = ("tag_prefixes",)
+# A vector whose squared norm is below this is as directionless as zero once stored as float32
+# (service/memory/limits.check_vector refuses it on every write).
+MIN_SQUARED_NORM = 1e-30
 
 
 def parse_include(raw: str | None) -> tuple[str, ...]:
@@ -65,22 +64,14 @@ def member_name(service: str, ts: str) -> str:
     return f"{service}/{service}_{ts}.json.gz"
 
 
-def _primitive(value: Any) -> bool:
-    if isinstance(value, (str, bool, int, float)):
-        return True
-    return isinstance(value, list) and all(isinstance(v, (str, bool, int, float)) for v in value)
-
-
 def node_properties(memory_id: str, source: Mapping[str, Any]) -> dict[str, Any]:
     """A memory as a FalkorDB Memory node's properties (AutoMem's names; structures as JSON strings)."""
     props: dict[str, Any] = {"id": memory_id}
-    for key, value in source.items():
-        if key in NOT_IN_BACKUP or value is None:
-            continue
-        if key == "metadata" or not _primitive(value):
-            props[key] = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        else:
-            props[key] = value
+    kept = codec.portable(source)
+    kept.update({k: source[k] for k in AUTOMEM_DERIVED if source.get(k) is not None})
+    for key, value in kept.items():
+        if key != "id":
+            props[key] = codec.encode_node(value, key)
     return props
 
 
@@ -95,41 +86,25 @@ def relationship(source_node: int, target_node: int, edge: Mapping[str, Any]) ->
     return {"source_id": source_node, "type": edge["type"], "target_id": target_node, "properties": props}
 
 
-def _decoded(value: Any, kind: type) -> Any:
-    """A structure stored as a JSON string (AutoMem's metadata, our supersessions), or as it is."""
-    if isinstance(value, str):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return None
-        return decoded if isinstance(decoded, kind) else None
-    return value if isinstance(value, kind) else None
-
-
 def memory_record(props: Mapping[str, Any], fields: frozenset[str], payload: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """An import record from a Memory node's properties (falling back on the Qdrant payload for what
-    the node lacks), and the names of the properties our model has no place for."""
+    the node lacks), and the names of the properties our model has no place for (or whose value
+    does not decode: a `metadata` that is no JSON object)."""
     merged = {**(payload or {}), **props}
     record: dict[str, Any] = {}
     unmapped: list[str] = []
     for key, value in merged.items():
-        if value is None or key in REBUILT:
+        if value is None or key in codec.NOT_PORTABLE:
             continue
-        if key == "metadata":
-            decoded = _decoded(value, dict)
-            if decoded is None:
-                unmapped.append("metadata")
-            else:
-                record["metadata"] = decoded
-        elif key == "tags":
-            tags = _decoded(value, list)
-            record["tags"] = [str(t) for t in tags or [] if t]
-        elif key == "supersessions":
-            record["supersessions"] = _decoded(value, list)
-        elif key == "id" or key in fields:
-            record[key] = value
-        else:
+        if key != "id" and key not in fields:
             unmapped.append(key)
+            continue
+        try:
+            value = codec.decode(key, value)
+        except codec.Undecodable:
+            unmapped.append(key)
+            continue
+        record[key] = [str(t) for t in value if t] if key == "tags" else value
     return record, unmapped
 
 
@@ -140,15 +115,20 @@ def edge_record(source_id: str, target_id: str, rel: Mapping[str, Any]) -> dict[
 
 
 def vector_of(raw: Any) -> np.ndarray | None:
-    """A point's vector (float32): a list of numbers, or the first list of a named-vector map."""
+    """A point's vector (float32): a list of numbers, or the first list of a named-vector map; None
+    when it is no usable vector — no numbers, a value beyond float32 (1e39), or no direction (all
+    zeros, or values so small their squared norm vanishes, 1e-40): the memory is re-embedded then."""
     if isinstance(raw, dict):
         raw = next((v for v in raw.values() if isinstance(v, list)), None)
     if not isinstance(raw, list) or not raw:
         return None
     try:
         vector = np.asarray(raw)  # numbers only: strings, booleans and nested lists give another dtype or shape
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return None
-    if vector.ndim != 1 or vector.dtype.kind not in "iuf" or not np.isfinite(vector).all():
+    if vector.ndim != 1 or vector.dtype.kind not in "iuf":
+        return None
+    vector = vector.astype(np.float64)
+    if not np.isfinite(vector).all() or np.abs(vector).max() > FLOAT32_MAX or float(np.dot(vector, vector)) < MIN_SQUARED_NORM:
         return None
     return vector.astype(np.float32)

@@ -22,7 +22,6 @@ from opensearchpy import OpenSearch
 from service.admin.records import EdgeRecord
 from service.graph.supersession import state_time
 from service.storage import transfer
-from service.storage.client import engine_errors
 from service.storage.memories import MemoryStore
 from service.clock.instants import iso, parse_iso_datetime
 
@@ -74,11 +73,8 @@ class EdgeWriter:
         return outcomes
 
     def _stored_times(self, edge_ids: list[str]) -> dict[str, dict]:
-        if not edge_ids:
-            return {}
-        with engine_errors("read edges"):
-            resp = self.client.mget(index=self.alias, body={"ids": edge_ids}, params={"_source_includes": "created_at,updated_at,bank"})
-        return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found") and d["_source"].get("bank") == self.bank}
+        found = transfer.get_sources(self.client, self.alias, edge_ids, includes=("created_at", "updated_at", "bank"))
+        return {i: source for i, source in found.items() if source.get("bank") == self.bank}
 
     def _record_supersessions(self, items: list[tuple[int, EdgeRecord, str]], outcomes: list[EdgeOutcome]) -> None:
         if not items:

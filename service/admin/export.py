@@ -21,7 +21,6 @@ from opensearchpy import OpenSearch
 from service.admin.records import dumps, edge_line, memory_line
 from service.filters.clauses import tag_clauses
 from service.storage import transfer
-from service.storage.client import engine_errors
 
 MEMORY_ORDER: list[dict] = [{"timestamp": {"order": "asc", "missing": "_first"}}, {"id": "asc"}]
 TERMS_CHUNK = 1000
@@ -73,10 +72,7 @@ def _edges_within(client: OpenSearch, memories_alias: str, edges_alias: str, ban
         targets = sorted({d.source["target_id"] for d in page})
         inside: set[str] = set()
         for start in range(0, len(targets), TERMS_CHUNK):
-            chunk = targets[start : start + TERMS_CHUNK]
-            body = {"size": len(chunk), "_source": False, "query": {"bool": {"filter": [query, {"ids": {"values": chunk}}]}}}
-            with engine_errors("read memories"):
-                inside.update(h["_id"] for h in client.search(index=memories_alias, body=body)["hits"]["hits"])
+            inside |= transfer.matching_ids(client, memories_alias, query, targets[start : start + TERMS_CHUNK])
         for doc in page:
             if doc.source["target_id"] in inside:
                 yield dumps(edge_line(doc.source))

@@ -27,9 +27,8 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,19 +37,19 @@ from opensearchpy import OpenSearch
 from pydantic import ValidationError
 
 from service.admin.edges import EdgeWriter
-from service.admin.records import DERIVED, SUPERSESSION_FIELDS, EdgeRecord, check_supersessions, edge_record, is_edge_line, supersession_summary
+from service.admin.records import SUPERSESSION_FIELDS, EdgeRecord, check_supersessions, edge_record, is_edge_line, supersession_summary
+from service.clock.instants import utcnow
 from service.config import Settings
 from service.embedding import EmbeddingError
 from service.errors import EngramError
 from service.graph.registry import AssociationError
-from service.memory.models import MemoryCreate
+from service.memory import codec
+from service.memory.models import MemoryCreate, valid_id
+from service.storage import transfer
 from service.storage.bootstrap import load_template
-from service.storage.client import engine_errors
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.writes.writer import MemoryWriter, Prepared
-from service.memory.models import valid_id
-from service.clock.instants import utcnow
 
 log = logging.getLogger("engram.importer")
 
@@ -76,6 +75,19 @@ class Failure:
     record: Any
 
 
+class RecordFailure(Exception):
+    """A record its reader could not turn into one to write (the archive reader's lone surrogates):
+    reported as that record's failure, with its id."""
+
+    def __init__(self, memory_id: str | None, stage: str, reason: str, *, record: Any = None, edge: bool = False):
+        super().__init__(reason)
+        self.memory_id, self.stage, self.reason, self.record, self.edge = memory_id, stage, reason, record, edge
+
+
+# A restore or import that meets an id another bank's memory holds says how to copy it instead.
+NEW_IDS_HINT = "restore with new ids to copy it (POST /admin/restore?new_ids=true, engram restore --new-ids)"
+
+
 @dataclass
 class ImportReport:
     read: int = 0
@@ -83,6 +95,7 @@ class ImportReport:
     failed: int = 0
     embedded: int = 0  # memories embedded here (no usable vector in the record or the store)
     reused_vectors: int = 0  # unchanged memories that kept their stored vector
+    given_vectors: int = 0  # stored memories whose vector came with the record
     generated_ids: int = 0
     edges_stored: int = 0
     edges_failed: int = 0
@@ -115,28 +128,14 @@ class _Batch:
     edges: list[tuple[int, EdgeRecord]]
 
 
-@contextmanager
-def relaxed_refresh(client: OpenSearch, aliases: Iterable[str]) -> Iterator[None]:
-    """No refresh while loading, restored afterwards: for offline loads (the benchmarks' corpora) only,
-    since a live service's `refresh=wait_for` writes then wait until the load ends."""
-    saved: dict[str, str | None] = {}
-    for alias in aliases:
-        for index in client.indices.get_alias(name=alias):
-            current = client.indices.get_settings(index=index, name="index.refresh_interval", flat_settings=True)
-            saved[index] = current.get(index, {}).get("settings", {}).get("index.refresh_interval")
-            client.indices.put_settings(index=index, body={"index": {"refresh_interval": "-1"}})
-    try:
-        yield
-    finally:
-        for index, value in saved.items():
-            client.indices.put_settings(index=index, body={"index": {"refresh_interval": value}})
-            client.indices.refresh(index=index)
+# No refresh while loading (offline loads only): service/storage/transfer.py.
+relaxed_refresh = transfer.refresh_paused
 
 
 def memory_fields() -> frozenset[str]:
     """Fields of the memories mapping a record may set directly (fields added to the template by
     other parts of the service survive an export and an import without this module knowing them)."""
-    return frozenset(load_template("memories")["template"]["mappings"]["properties"]) - DERIVED - {"embedding"}
+    return frozenset(load_template("memories")["template"]["mappings"]["properties"]) - codec.NOT_PORTABLE
 
 
 class Importer:
@@ -188,8 +187,7 @@ class Importer:
             for fut in pending:
                 fut.result()
         self._retry_deferred()
-        with engine_errors("refresh after the import"):
-            self.client.indices.refresh(index=[self.settings.memories_alias, self.settings.edges_alias])
+        transfer.refresh(self.client, [self.settings.memories_alias, self.settings.edges_alias])
         self.report.seconds = time.perf_counter() - started
         return self.report
 
@@ -213,6 +211,15 @@ class Importer:
             self.on_failure(Failure(line, item.get("memory1_id") if isinstance(item, dict) else None, "associate", reason, item))
 
     def _parse(self, line: int, record: Any) -> dict | None:
+        if isinstance(record, RecordFailure):
+            if record.edge:
+                with self._lock:
+                    self.report.edges_failed += 1
+                    self.report.failures_by_stage[record.stage] = self.report.failures_by_stage.get(record.stage, 0) + 1
+                    self.on_failure(Failure(line, record.memory_id, record.stage, record.reason, record.record))
+            else:
+                self._fail(line, record.memory_id, record.stage, record.reason, record.record)
+            return None
         if isinstance(record, Exception):
             self._fail(line, None, "parse", str(record), None)
             return None
@@ -291,8 +298,9 @@ class Importer:
                 continue
             if old.get("bank") != self.bank:
                 # Ids are unique in the index, not per bank: writing it would move the memory out of its
-                # bank. The answer never names that bank.
-                self._fail(it.line, it.prepared.memory_id, "store", f"id {it.prepared.memory_id} is already used by a memory of another bank", it.record)
+                # bank. The answer never names that bank (the caller may not see it).
+                self._fail(it.line, it.prepared.memory_id, "store",
+                           f"this id is already used by a memory of another bank; {NEW_IDS_HINT}", it.record)
                 items.remove(it)
                 continue
             for name in KEPT_WHEN_ABSENT:
@@ -325,9 +333,7 @@ class Importer:
 
     def _stored(self, ids: list[str]) -> dict[str, dict]:
         """The stored versions of `ids`, whatever their bank (one realtime mget)."""
-        with engine_errors("read stored memories"):
-            resp = self.client.mget(index=self.store.alias, body={"ids": ids}, params={"_source_excludes": "embedding"})
-        return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+        return transfer.get_sources(self.client, self.store.alias, ids)
 
     # --- one batch: write ------------------------------------------------------------------------------
     def _write(self, batch: _Batch) -> None:
@@ -347,6 +353,7 @@ class Importer:
                 stored.append(it)
         with self._lock:
             self.report.stored += len(stored)
+            self.report.given_vectors += sum(1 for it in stored if it.record.get("embedding") is not None)
             self._recent.append({it.prepared.memory_id for it in stored})
         self._write_edges([(it.line, e) for it in stored for e in it.edges] + batch.edges, final=False)
         self.on_progress(batch.size)

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,7 +19,8 @@ from opensearchpy import OpenSearch
 from service.admin import sources
 from service.admin.backup import BackupResult, write_backup
 from service.admin.importing import BATCH_SIZE, WORKERS, Failure, Importer, ImportReport, memory_fields, relaxed_refresh
-from service.admin.restore import ArchiveReader, extract, from_directory
+from service.admin.expansion import Budget
+from service.admin.restore import ArchiveReader, extract, from_directory, new_ids_in
 from service.config import Settings
 from service.errors import BadRequest
 
@@ -96,11 +98,12 @@ def import_file(
     if fmt == "auto":
         fmt = "automem-backup" if not stdin and (path.is_dir() or sources.is_tar_archive(path)) else "jsonl"
     client, embedder = ready(settings, client, embedder)
-    failed_path = failed_path or (Path("import.failed.jsonl") if stdin else Path(f"{source}.failed.jsonl"))
     if fmt == "automem-backup":
+        failed_path = failed_path or restore_failures_path(path)
         report, _ = restore_archive(settings, client, embedder, path, bank=bank, failed_path=failed_path, progress=progress,
                                     batch_size=batch_size, workers=workers)
         return report, (failed_path if report.failed or report.edges_failed else None)
+    failed_path = failed_path or (Path("import.failed.jsonl") if stdin else Path(f"{source}.failed.jsonl"))
     if fmt != "jsonl":
         raise BadRequest(f"unknown format {fmt!r}; expected jsonl or automem-backup")
     state_path = state_path or (None if stdin else Path(f"{source}.import-state.json"))
@@ -150,21 +153,36 @@ def _resume_state(path: Path, state_path: Path, resume: bool) -> sources.ResumeS
     return sources.ResumeState(str(path), head)
 
 
+def restore_failures_path(archive: Path, now: datetime | None = None) -> Path:
+    """`<archive>.failed-<UTC time>.jsonl` beside the archive: each restore its own file, the last never overwritten."""
+    ts = (now or datetime.now(timezone.utc)).strftime("%Y%m%d_%H%M%S")
+    base = archive.with_name(f"{archive.name.rstrip('/')}.failed-{ts}")
+    path, n = base.with_name(base.name + ".jsonl"), 1
+    while path.exists():
+        path, n = base.with_name(f"{base.name}-{n}.jsonl"), n + 1
+    return path
+
+
 def restore_archive(
     settings: Settings, client: OpenSearch, embedder, path: Path, *, bank: str | None = None, failed_path: Path | None = None,
     progress: bool = False, batch_size: int = BATCH_SIZE, workers: int = WORKERS, on_failure: Callable[[Failure], None] | None = None,
+    new_ids: bool = False, budget: Budget | None = None,
 ) -> tuple[ImportReport, dict[str, Any]]:
-    """Restore a backup archive (.tar.gz, or an AutoMem backup folder) into `bank`; idempotent."""
+    """Restore a backup archive (.tar.gz, or an AutoMem backup folder) into `bank`; idempotent. With
+    `new_ids` every memory gets a new id of its own in `bank` (its edges and references follow)."""
+    bank = bank or settings.default_bank
+    budget = budget or Budget()
     scratch = Path(tempfile.mkdtemp(prefix="engram-restore-"))
     log = FailureLog(failed_path) if failed_path else None
     try:
-        members = from_directory(path) if path.is_dir() else extract(path, scratch)
-        reader = ArchiveReader(members, scratch, fields=memory_fields(), dimension=embedder.dimension)
+        members = from_directory(path) if path.is_dir() else extract(path, scratch, budget)
+        reader = ArchiveReader(members, scratch, fields=memory_fields(), dimension=embedder.dimension, budget=budget,
+                               new_id=new_ids_in(bank) if new_ids else None)
         bar = _bar(reader.total, 0, "restore", progress)
-        sink = log or on_failure
+        sinks = [f for f in (log, on_failure) if f is not None]
         try:
             importer = Importer(settings, client, embedder, bank=bank, batch_size=batch_size, workers=workers,
-                                on_failure=sink, on_progress=bar.update)
+                                on_failure=lambda failure: [sink(failure) for sink in sinks], on_progress=bar.update)
             report = importer.run(reader.records())
         finally:
             bar.close()
@@ -174,6 +192,18 @@ def restore_archive(
         if log:
             log.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def restore_summary(report: ImportReport, about: dict[str, Any], bank: str) -> dict[str, Any]:
+    """What a restore did, counted by what was stored (the route's answer and `engram restore`'s)."""
+    reused = report.given_vectors + report.reused_vectors
+    return {
+        "status": "partial_success" if report.failed or report.edges_failed else "success", "bank": bank,
+        "memories": {"restored": report.stored, "failed": report.failed, "vectors_reused": reused, "reembedded": report.stored - reused,
+                     "duplicates": about["duplicates"]["memories"], "vectors_unusable": about["vectors_unusable"]},
+        "edges": {"restored": report.edges_stored, "failed": report.edges_failed, "duplicates": about["duplicates"]["relationships"]},
+        "archive": about,
+    }
 
 
 def backup_to(

@@ -40,8 +40,9 @@ class ReembedResponse(BaseModel):
 class RestoreResponse(BaseModel):
     status: str = Field(..., description="success, or partial_success when some records failed")
     bank: str
-    memories: dict[str, int] = Field(..., description="restored, failed, vectors_reused, reembedded")
-    edges: dict[str, int] = Field(..., description="restored, failed")
+    memories: dict[str, int] = Field(..., description="Of the stored memories: restored, failed, vectors_reused, reembedded, "
+                                                       "vectors_unusable (re-embedded: all zeros, beyond float32 or vanishing); duplicates: ids the archive held again")
+    edges: dict[str, int] = Field(..., description="restored, failed; duplicates: edges (ends and type) the archive held again")
     archive: dict[str, Any] = Field(..., description="source (engram | automem), timestamp, what was skipped by label / type, unmapped properties")
     failures: list[dict[str, Any]] = Field(default_factory=list, description="The first failures: line, id, stage, reason")
     seconds: float

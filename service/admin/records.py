@@ -1,10 +1,11 @@
 """Memories and edges as portable records, pure: the stored document <-> an export line.
 
 A memory line is the `POST /memory` body with its id and timestamps (plus the few stored fields
-that body has no name for: `supersessions`, `embedding_model`, and any field another part of the
-service adds to the mapping); an edge line is the `POST /associate` body with its times. Derived
-fields (tags_norm, tag_prefixes, metadata_terms, entities, the supersession summary) are never
-written: they are rebuilt from the rest on the way in, so a line cannot contradict itself.
+that body has no name for: `supersessions`, `enrichment`, `embedding_model`, and any field another
+part of the service adds to the mapping); an edge line is the `POST /associate` body with its times.
+Which stored fields a line carries is service/memory/codec.py's table: derived, hidden and rebuilt
+index-only fields are never written (they are rebuilt from the rest on the way in, so a line cannot
+contradict itself).
 """
 
 from __future__ import annotations
@@ -16,15 +17,10 @@ from typing import Any
 
 import orjson
 
-from service.graph.registry import SUPERSEDING_TYPES, AssociationError, relation_type
 from service.clock.instants import iso, parse_iso_datetime
+from service.graph.registry import SUPERSEDING_TYPES, AssociationError, relation_type
+from service.memory import codec
 
-# Stored fields that are rebuilt from the others (service.writes.writer.derived_fields, the supersession
-# scripts of service.storage.memories) or that belong to the store rather than the memory.
-# thread_key / thread_at / date_terms are rebuilt by the write path; a thread's context and order
-# (thread_seq, thread_prev, thread_context) travel with the memory, the importer does not link threads.
-DERIVED = frozenset({"bank", "tags_norm", "tag_prefixes", "metadata_terms", "entities", "superseded_at", "superseded_by", "supersede_type",
-                     "thread_key", "thread_at", "date_terms"})
 SUPERSESSION_FIELDS = ("supersessions", "superseded_at", "superseded_by", "supersede_type")
 EDGE_FIELDS = ("memory1_id", "memory2_id", "type", "strength", "created_at", "updated_at")
 # Keys of an edge line or an `associations` item that name its ends (memory1 -> memory2).
@@ -32,13 +28,15 @@ TARGET_KEYS = ("memory2_id", "target_id", "target")
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:
-    """One line: sorted keys, so the same store always exports the same bytes."""
-    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n"
+    """One line, its fields in sorted order, so the same store always exports the same bytes. Nested
+    objects keep their stored key order: what is derived from them in that order (metadata_terms)
+    comes back the same after an import."""
+    return orjson.dumps({k: record[k] for k in sorted(record)}) + b"\n"
 
 
 def memory_line(memory_id: str, source: Mapping[str, Any], vector: Sequence[float] | None = None) -> dict[str, Any]:
     """The export line of a stored memory: derived fields and empty values left out."""
-    out = {k: v for k, v in source.items() if k not in DERIVED and k != "embedding" and v is not None}
+    out = codec.portable(source)
     out["id"] = memory_id
     if vector is not None:
         out["embedding"] = list(vector)

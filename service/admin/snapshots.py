@@ -14,12 +14,10 @@ from datetime import datetime, timezone
 from opensearchpy import OpenSearch
 
 from service.errors import BadRequest, EngramError, NotFound
-from service.storage.client import engine_errors
+from service.storage import snapshots as engine
 from service.storage.migrations import current_index
 
 DEFAULT_REPOSITORY = "engram"
-# Creating or restoring waits for completion: far longer than an ordinary request may take.
-SNAPSHOT_TIMEOUT_S = 6 * 3600
 
 
 @dataclass(frozen=True)
@@ -33,15 +31,13 @@ class SnapshotInfo:
 
 def ensure_repository(client: OpenSearch, name: str, location: str | None) -> None:
     """Register a file-system repository at `location` (under path.repo), or check `name` exists."""
-    with engine_errors(f"read snapshot repository {name}"):
-        known = client.snapshot.get_repository() or {}
+    known = engine.repositories(client)
     if name in known and (location is None or known[name].get("settings", {}).get("location") == location):
         return
     if location is None:
         raise BadRequest(f"no snapshot repository {name!r}: pass --location (a folder under the node's path.repo)")
     try:
-        with engine_errors(f"register snapshot repository {name}"):
-            client.snapshot.create_repository(repository=name, body={"type": "fs", "settings": {"location": location}})
+        engine.create_repository(client, name, location)
     except EngramError as exc:
         if "path.repo" not in exc.message:
             raise
@@ -62,30 +58,25 @@ def default_name(prefix: str, now: datetime | None = None) -> str:
 
 
 def create(client: OpenSearch, repository: str, name: str, indices: list[str]) -> SnapshotInfo:
-    body = {"indices": ",".join(indices), "include_global_state": False, "ignore_unavailable": False}
-    with engine_errors(f"create snapshot {name}"):
-        resp = client.snapshot.create(repository=repository, snapshot=name, body=body, params={"wait_for_completion": "true"},
-                                      request_timeout=SNAPSHOT_TIMEOUT_S)
-    info = _info(resp["snapshot"])
+    info = _info(engine.create(client, repository, name, indices))
     if info.state != "SUCCESS":
         raise EngramError(f"snapshot {name} ended {info.state} ({info.shards_failed} shards failed)")
     return info
 
 
 def list_snapshots(client: OpenSearch, repository: str) -> list[SnapshotInfo]:
-    with engine_errors(f"list snapshots of {repository}"):
-        resp = client.snapshot.get(repository=repository, snapshot="_all")
-    return [_info(s) for s in resp.get("snapshots", [])]
+    return [_info(s) for s in engine.get(client, repository)]
 
 
 def restore(client: OpenSearch, repository: str, name: str, aliases: list[str], *, replace: bool) -> list[str]:
     """Bring the snapshot's indices back. Existing indices of the same names are only overwritten with
     `replace` (they are closed first, as the engine requires); an index that the aliases point to and
     the snapshot does not hold is taken off the aliases, not deleted."""
-    with engine_errors(f"read snapshot {name}"):
-        snap = _info(client.snapshot.get(repository=repository, snapshot=name)["snapshots"][0])
-    with engine_errors("list indices"):
-        existing = [i for i in snap.indices if client.indices.exists(index=i)]
+    found = engine.get(client, repository, name)
+    if not found:
+        raise NotFound(f"no snapshot {name} in {repository}")
+    snap = _info(found[0])
+    existing = engine.existing_indices(client, snap.indices)
     if existing and not replace:
         raise BadRequest(f"{', '.join(existing)} exist; pass --replace to overwrite them with the snapshot")
     actions = []
@@ -93,21 +84,12 @@ def restore(client: OpenSearch, repository: str, name: str, aliases: list[str], 
         current = current_index(client, alias)
         if current and current not in snap.indices:
             actions.append({"remove": {"index": current, "alias": alias}})
-    with engine_errors(f"restore snapshot {name}"):
-        for index in existing:
-            client.indices.close(index=index)
-        if actions:
-            client.indices.update_aliases(body={"actions": actions})
-        client.snapshot.restore(repository=repository, snapshot=name, body={"indices": ",".join(snap.indices), "include_aliases": True,
-                                                                               "include_global_state": False},
-                                params={"wait_for_completion": "true"}, request_timeout=SNAPSHOT_TIMEOUT_S)
-        client.cluster.health(index=list(snap.indices), wait_for_status="yellow", request_timeout=SNAPSHOT_TIMEOUT_S)
+    engine.restore(client, repository, name, snap.indices, close=existing, alias_actions=actions)
     return list(snap.indices)
 
 
 def delete(client: OpenSearch, repository: str, name: str) -> None:
-    with engine_errors(f"delete snapshot {name}"):
-        client.snapshot.delete(repository=repository, snapshot=name)
+    engine.delete(client, repository, name)
 
 
 def _info(raw: dict) -> SnapshotInfo:

@@ -2,6 +2,8 @@
 
 - Bodies larger than MAX_REQUEST_BYTES get a 413 with the error shape: at once when Content-Length
   says so, else as soon as the streamed body passes the limit (nothing larger is ever buffered).
+  Routes that take uploads, which they stream to disk, have limits of their own (UPLOAD_PATHS:
+  POST /admin/restore takes archives up to MAX_ARCHIVE_BYTES).
 - An unexpected exception becomes a 500 with the error shape and a logged traceback. Starlette's
   own `Exception` handler re-raises into the server after answering, which can leave the
   keep-alive connection unusable; here the exception stops.
@@ -16,8 +18,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from service.api.responses import dumps
+from service.admin.restore import MAX_ARCHIVE_BYTES
 from service.api.errors import error_body
+from service.api.responses import dumps
 
 log = logging.getLogger("engram.errors")
 access_log = logging.getLogger("engram.access")
@@ -26,6 +29,10 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+# Paths whose bodies are uploads streamed to disk, and their own limits.
+UPLOAD_PATHS: dict[str, int] = {"/admin/restore": MAX_ARCHIVE_BYTES}
 
 
 class BodyTooLarge(Exception):
@@ -39,7 +46,7 @@ class RequestGuard:
         self.max_body_bytes = max_body_bytes
         self.on_request = on_request  # told each request's path (the enrichment worker's pacing)
         # Routes that take uploads (archives) have limits of their own.
-        self.large_body_paths = large_body_paths or {}
+        self.large_body_paths = UPLOAD_PATHS if large_body_paths is None else large_body_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,7 +56,8 @@ class RequestGuard:
         if self.on_request is not None:
             self.on_request(scope.get("path", ""))
         limit = self.large_body_paths.get(scope.get("path", ""), self.max_body_bytes)
-        too_large = f"Request body is larger than {limit} bytes (MAX_REQUEST_BYTES)"
+        named = "MAX_REQUEST_BYTES" if limit == self.max_body_bytes else "the upload limit of this route"
+        too_large = f"Request body is larger than {limit} bytes ({named})"
         state = {"status": None, "started": False, "too_large": False, "replaced": False}
 
         async def send_wrapper(message: Message) -> None:

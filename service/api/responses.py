@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse
 
-from service.memory.index_only import RANKING_FIELDS
+from service.memory import codec
 from service.memory.limits import INT_MAX, INT_MIN
 
 log = logging.getLogger("engram.responses")
@@ -58,14 +58,13 @@ def dumps(content: Any) -> bytes:
         return orjson.dumps(sanitize(content))
 
 
-# Stored fields no client sees: the vector, the bank (implied by the request), derived index fields
-# and the ranking aids (service/memory/index_only.py).
-HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms", *RANKING_FIELDS)
+# Stored fields no client sees: the hidden and index-only kinds of service/memory/codec.py.
+HIDDEN = codec.NOT_SHOWN
 
 
 def public_memory(memory_id: str, source: dict) -> dict:
     """A stored memory as clients see it; sanitised if it cannot be serialised as is (see api/responses)."""
-    out = {k: v for k, v in source.items() if k not in HIDDEN}
+    out = codec.shown(source)
     out["id"] = memory_id
     try:
         orjson.dumps(out)

@@ -37,7 +37,8 @@ def import_command(
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted import after its last confirmed line")] = False,
     state: Annotated[Path | None, typer.Option("--state", help="resume state file (default: FILE.import-state.json)", show_default=False)] = None,
-    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl)", show_default=False)] = None,
+    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl; for an archive "
+                                                                 "FILE.failed-<UTC time>.jsonl)", show_default=False)] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=BATCH_SIZE, help="records per bulk request")] = BATCH_SIZE,
     workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="bulk requests in flight")] = WORKERS,
     pause_refresh: Annotated[bool, typer.Option("--pause-refresh", help="no index refresh during the load (faster offline; live writes then wait for it)")] = False,
@@ -164,33 +165,44 @@ def _target(output: str | None, name: str) -> Path | None:
 def restore_command(
     file: Annotated[Path, typer.Argument(help="a backup .tar.gz (Engram's or AutoMem's) or an AutoMem backup folder", exists=True)],
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None, api: ApiOpt = None, token: TokenOpt = None, admin_token: AdminTokenOpt = None,
-    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed.jsonl)", show_default=False)] = None,
+    new_ids: Annotated[bool, typer.Option("--new-ids", help="give every memory a new id of its own in the bank (edges follow): "
+                                                            "to restore into another bank of the same store, or copy a bank")] = False,
+    failed: Annotated[Path | None, typer.Option("--failed", help="where failed records go (default: FILE.failed-<UTC time>.jsonl)", show_default=False)] = None,
     no_progress: NoProgressOpt = False, as_json: JsonOpt = False,
 ) -> None:
-    """Restore a backup archive. Idempotent: ids are kept and records upserted; vectors are reused
-    when their size is the model's, else the memories are re-embedded. Nothing is deleted first."""
+    """Restore a backup archive. Idempotent: ids are kept (or derived anew with --new-ids) and records
+    upserted; vectors are reused when their size is the model's, else the memories are re-embedded.
+    Nothing is deleted first. Failures go to FILE.failed-<UTC time>.jsonl (never overwriting an earlier one)."""
+    from service.admin.jobs import restore_failures_path
+
+    failed = failed or restore_failures_path(file)
     if api:
         if file.is_dir():
             raise typer.BadParameter("--api uploads an archive file, not a folder", param_hint="FILE")
         client = ServiceClient(api, token, admin_token)
-        with open(file, "rb") as fh:
-            resp = client.http.post("/admin/restore", content=fh, params={"bank": bank} if bank else None, headers={"Content-Type": "application/gzip"})
+        params = {**({"bank": bank} if bank else {}), **({"new_ids": "true"} if new_ids else {})}
+        with open(file, "rb") as fh:  # streamed: httpx reads the file in chunks
+            resp = client.http.post("/admin/restore", content=fh, params=params or None, headers={"Content-Type": "application/gzip"})
         client.check(resp)
         body = resp.json()
+        if body.get("failures"):  # the service answers with the first ones
+            import orjson
+
+            failed.write_bytes(b"".join(orjson.dumps(f) + b"\n" for f in body["failures"]))
     else:
-        from service.admin.jobs import ready, restore_archive
+        from service.admin.jobs import ready, restore_archive, restore_summary
 
         settings = settings_from(url, prefix, bank)
         engine, embedder = ready(settings, None, None)
-        report, about = restore_archive(settings, engine, embedder, file, bank=settings.default_bank,
-                                        failed_path=failed or Path(f"{file}.failed.jsonl"), progress=not no_progress)
-        body = {"status": "partial_success" if report.failed or report.edges_failed else "success", "bank": settings.default_bank,
-                "memories": {"restored": report.stored, "failed": report.failed, "vectors_reused": about["vectors_reused"], "reembedded": report.embedded},
-                "edges": {"restored": report.edges_stored, "failed": report.edges_failed}, "archive": about, "seconds": round(report.seconds, 1)}
+        report, about = restore_archive(settings, engine, embedder, file, bank=settings.default_bank, failed_path=failed,
+                                        progress=not no_progress, new_ids=new_ids)
+        body = {**restore_summary(report, about, settings.default_bank), "seconds": round(report.seconds, 1)}
     m, e = body["memories"], body["edges"]
     emit(body, as_json, f"restored {m['restored']:,} memories ({m['failed']:,} failed, {m['vectors_reused']:,} kept their vector) "
                         f"and {e['restored']:,} edges into bank {body['bank']}; skipped: {body['archive']['skipped']}")
     if body["status"] != "success":
+        if failed.exists():
+            print(f"FAILED: {m['failed']:,} memories and {e['failed']:,} edges; details in {failed}", file=sys.stderr)
         raise typer.Exit(1)
 
 

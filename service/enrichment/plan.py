@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.enrichment.extractor import entity_tags
+from service.memory import codec
 from service.memory.tags import normalize_tag
 from service.threads.plan import MAX_KEY, thread_key
 from service.clock.instants import stored_datetime
@@ -26,9 +27,8 @@ STATUS_PENDING, STATUS_DONE, STATUS_FAILED = "pending", "done", "failed"
 
 
 def caller_tags(tags: Iterable[str], enrichment: Mapping[str, Any] | None) -> list[str]:
-    """The memory's tags without the ones an earlier enrichment added."""
-    derived = {normalize_tag(t) for t in (enrichment or {}).get("derived_tags") or ()}
-    return [t for t in tags if normalize_tag(t) not in derived]
+    """The memory's tags without the ones an earlier enrichment added (the one rule: service/memory/codec.py)."""
+    return codec.without_derived(tags, enrichment)
 
 
 def caller_metadata(metadata: Mapping[str, Any] | None, enrichment: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -10,9 +10,10 @@ from datetime import datetime
 
 from service.clock.terms import window_terms
 from service.filters.tag_groups import caller_prefix
+from service.memory import codec
 from service.memory.tags import hierarchy_key, normalize_tag
 
-SOURCE_EXCLUDES = ["embedding", "tags_norm", "metadata_terms"]
+SOURCE_EXCLUDES = list(codec.SOURCE_EXCLUDES)  # what no reader of _source needs (service/memory/codec.py)
 SOURCE = {"excludes": SOURCE_EXCLUDES}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from scoring.context import ContextProfile
 from scoring.rerank import ScoredCandidate
-from service.memory.index_only import RANKING_FIELDS
+from service.memory import codec
 from service.recall.request import RecallRequest
 from service.clock.instants import iso
 
@@ -25,9 +25,8 @@ def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
-# Stored fields never returned, even in detail (vectors; the derived lookup fields; the ranking aids
-# scoring read from the same _source).
-HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms", *RANKING_FIELDS)
+# Stored fields never returned, even in detail: the hidden and index-only kinds of service/memory/codec.py.
+HIDDEN_FIELDS = codec.NOT_SHOWN
 
 
 def retrieval_detail(s: ScoredCandidate, arms: Sequence[str]) -> dict:
@@ -74,7 +73,7 @@ def shape_result(
         if key in extra:
             out[key] = extra[key]
     if arms is not None:
-        out["memory"] = {k: v for k, v in source.items() if k not in HIDDEN_FIELDS}
+        out["memory"] = codec.shown(source)
         out["retrieval"] = retrieval_detail(s, arms)
     return out
 

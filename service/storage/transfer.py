@@ -11,6 +11,7 @@ back through doc values with the memory store's own script field, the only way a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,3 +98,45 @@ def write(client: OpenSearch, index: str, docs: Iterable[tuple[str, dict]], *, r
     """Index raw documents (id, body) as given; one outcome per document, in order."""
     actions = [{"_op_type": "index", "_index": index, "_id": doc_id, "_source": body} for doc_id, body in docs]
     return run_bulk(client, actions, what=f"write {index}", refresh=refresh)
+
+
+def get_sources(client: OpenSearch, index: str, ids: Sequence[str], *, includes: Sequence[str] = (), excludes: Sequence[str] = ("embedding",)) -> dict[str, dict]:
+    """The stored sources of `ids`, whatever their bank (one realtime mget; the caller checks banks)."""
+    if not ids:
+        return {}
+    params = {"_source_includes": ",".join(includes)} if includes else {"_source_excludes": ",".join(excludes)}
+    with engine_errors(f"read {index}"):
+        resp = client.mget(index=index, body={"ids": list(ids)}, params=params)
+    return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+
+
+def matching_ids(client: OpenSearch, index: str, query: dict, ids: Sequence[str]) -> set[str]:
+    """Which of `ids` match `query` (one search; at most 10,000 ids at a time)."""
+    body = {"size": len(ids), "_source": False, "query": {"bool": {"filter": [query, {"ids": {"values": list(ids)}}]}}}
+    with engine_errors(f"read {index}"):
+        return {h["_id"] for h in client.search(index=index, body=body)["hits"]["hits"]}
+
+
+def refresh(client: OpenSearch, indices: Sequence[str]) -> None:
+    with engine_errors(f"refresh {', '.join(indices)}"):
+        client.indices.refresh(index=list(indices))
+
+
+@contextmanager
+def refresh_paused(client: OpenSearch, aliases: Iterable[str]) -> Iterator[None]:
+    """No refresh while loading, restored afterwards: for offline loads (the benchmarks' corpora) only,
+    since a live service's `refresh=wait_for` writes then wait until the load ends."""
+    saved: dict[str, str | None] = {}
+    with engine_errors("pause index refresh"):
+        for alias in aliases:
+            for index in client.indices.get_alias(name=alias):
+                current = client.indices.get_settings(index=index, name="index.refresh_interval", flat_settings=True)
+                saved[index] = current.get(index, {}).get("settings", {}).get("index.refresh_interval")
+                client.indices.put_settings(index=index, body={"index": {"refresh_interval": "-1"}})
+    try:
+        yield
+    finally:
+        with engine_errors("restore index refresh"):
+            for index, value in saved.items():
+                client.indices.put_settings(index=index, body={"index": {"refresh_interval": value}})
+                client.indices.refresh(index=index)

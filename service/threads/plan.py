@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.memory.index_only import THREAD_FIELDS
+from service.memory.codec import THREAD_FIELDS
 from service.memory.tags import hierarchy_key
 from service.clock.instants import stored_datetime
 
@@ -32,7 +32,7 @@ CONTEXT_MAX_CHARS = 1_000
 # thread_seq = write time in microseconds x SEQ_SLOTS + place in the batch (POST /memory/batch takes at
 # most 500): a long holds it until the year 2262.
 SEQ_SLOTS = 1_000
-# The stored fields (index_templates/memories.json); no response shows them (service/memory/index_only.py).
+# The stored fields (index_templates/memories.json); no response shows them (service/memory/codec.py).
 FIELDS = THREAD_FIELDS
 
 

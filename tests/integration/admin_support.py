@@ -94,3 +94,60 @@ def member_json(found: dict[str, bytes], prefix: str) -> dict:
 
     (name,) = [n for n in found if n.startswith(prefix)]
     return json.loads(gzip.decompress(found[name]))
+
+
+def tar_gz(entries: dict[str, bytes]) -> bytes:
+    """A .tar.gz of these members, in this order."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def automem_layout(nodes: list[dict], relationships: list[dict] = (), points: list[dict] | None = None, ts: str = "20251019_085625",
+                   **extra: bytes) -> bytes:
+    """An AutoMem archive (no manifest) of these nodes, relationships and points, as Python's json
+    writes them (ensure_ascii: a lone surrogate becomes its escape, as in AutoMem's backups)."""
+    import gzip
+    import json
+
+    graph = {"timestamp": ts, "graph_name": "memories", "nodes": nodes, "relationships": list(relationships),
+             "stats": {"node_count": len(nodes), "relationship_count": len(relationships)}}
+    entries = {f"falkordb/falkordb_{ts}.json.gz": gzip.compress(json.dumps(graph).encode())}
+    if points is not None:
+        vectors = {"timestamp": ts, "collection_name": "memories", "points": points, "stats": {"points_count": len(points)}}
+        entries[f"qdrant/qdrant_{ts}.json.gz"] = gzip.compress(json.dumps(vectors).encode())
+    return tar_gz({**entries, **extra})
+
+
+def node(n: int, memory_id: str, content: str, **props) -> dict:
+    return {"id": n, "labels": ["Memory"], "properties": {"id": memory_id, "content": content, **props}}
+
+
+def post_archive(api, archive: bytes, **params):
+    return api.post("/admin/restore", content=archive, headers={**ADMIN_HEADERS, "Content-Type": "application/gzip"}, params=params)
+
+
+def stored_state(api, os_client, bank: str | None = None) -> tuple[dict, dict, dict]:
+    """Every memory of the bank as stored (whole _source, empty values left out), its vector, and every
+    edge: what a round trip must give back."""
+    settings = api.app.state.settings
+    bank = bank or settings.default_bank
+    query = {"term": {"bank": bank}}
+    for alias in (settings.memories_alias, settings.edges_alias):
+        os_client.indices.refresh(index=alias)
+    from service.storage import transfer
+
+    docs, vectors = {}, {}
+    for page in transfer.scan(os_client, settings.memories_alias, query=query, vectors=True):
+        for doc in page:
+            docs[doc.id] = {k: v for k, v in doc.source.items() if v is not None}
+            vectors[doc.id] = doc.vector
+    edges = os_client.search(index=settings.edges_alias, body={"size": 10_000, "query": query})["hits"]["hits"]
+    return docs, vectors, {h["_id"]: h["_source"] for h in edges}

@@ -86,7 +86,8 @@ def test_backup_restore_reembed_through_a_running_service(live_service, os_clien
     wipe(api, os_client)
     capsys.readouterr()
     assert main(["restore", str(target), "--api", url, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["memories"] == {"restored": 6, "failed": 0, "vectors_reused": 6, "reembedded": 0}
+    assert json.loads(capsys.readouterr().out)["memories"] == {"restored": 6, "failed": 0, "vectors_reused": 6, "reembedded": 0,
+                                                               "duplicates": 0, "vectors_unusable": 0}
     assert export_bytes(api) == before
     assert main(["reembed", "--api", url, "--json", "--limit", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 1  # only the memory stored with a client's vector

@@ -79,8 +79,9 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["status"] == "success"
-    assert body["memories"] == {"restored": 5, "failed": 0, "vectors_reused": 3, "reembedded": 2}  # D's 768 floats, C has no point
-    assert body["edges"] == {"restored": 3, "failed": 0}
+    # D's 768 floats and C, which has no point, are re-embedded.
+    assert body["memories"] == {"restored": 5, "failed": 0, "vectors_reused": 3, "reembedded": 2, "duplicates": 0, "vectors_unusable": 0}
+    assert body["edges"] == {"restored": 3, "failed": 0, "duplicates": 0}
     about = body["archive"]
     assert about["source"] == "automem" and about["archive_timestamp"] == TS and about["points_without_node"] == 1
     assert about["skipped"] == {"nodes": {"Entity": 1, "Pattern": 1, "MetaMemory": 1},

@@ -8,7 +8,7 @@ import json
 
 import orjson
 
-from service.memory.index_only import RANKING_FIELDS
+from service.memory.codec import RANKING_FIELDS
 from tests.integration.admin_support import export_bytes
 from tests.integration.hindsight_support import BANKS, hrecall, retain
 from tests.integration.test_thread_context import at, context, stored

@@ -34,7 +34,7 @@ SOURCE = {"bank": "b", "content": "c", "tags": ["x"], "tag_prefixes": ["x"], "ta
 def test_node_properties_are_what_falkordb_holds():
     props = archive.node_properties("m1", SOURCE)
     assert props == {"id": "m1", "content": "c", "tags": ["x"], "tag_prefixes": ["x"], "metadata": '{"k": [1, {"z": null}]}',
-                     "importance": 0.7, "archived": False, "supersessions": '[{"at": "t", "by": "m2", "type": "EVOLVED_INTO"}]'}
+                     "importance": 0.7, "archived": False, "supersessions": '[{"by": "m2", "type": "EVOLVED_INTO", "at": "t"}]'}
 
 
 def test_point_payload_and_relationship():

@@ -27,8 +27,8 @@ def test_memory_line_drops_derived_and_empty_fields():
     assert memory_line("m1", {"content": "x"}, [0.5, 0.25]) == {"id": "m1", "content": "x", "embedding": [0.5, 0.25]}
 
 
-def test_lines_have_sorted_keys():
-    assert dumps({"b": 1, "a": {"d": 2, "c": 3}}) == b'{"a":{"c":3,"d":2},"b":1}\n'
+def test_lines_have_sorted_fields_and_objects_keep_their_key_order():
+    assert dumps({"b": 1, "a": {"d": 2, "c": 3}}) == b'{"a":{"d":2,"c":3},"b":1}\n'
 
 
 def test_edge_line_and_back():

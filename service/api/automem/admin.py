@@ -18,18 +18,17 @@ from fastapi.responses import StreamingResponse
 
 from service.admin import archive
 from service.admin.backup import tar_gz, write_backup
-from service.admin.jobs import restore_archive
+from service.admin.jobs import restore_archive, restore_summary
 from service.admin.models import ReembedRequest, ReembedResponse, RestoreResponse
 from service.admin.reembed import reembed
+from service.admin.restore import MAX_ARCHIVE_BYTES
 from service.api.deps import AdminAuth, ClientDep, EmbedderDep, SettingsDep, StoreDep
 from service.api.scope import AdminBodyScope, AdminScope
-from service.errors import BadRequest
+from service.errors import BadRequest, EngramError
 from service.api.error_docs import ERROR_RESPONSES, ADMIN_RESPONSES
 
 router = APIRouter(dependencies=[AdminAuth], responses={**ERROR_RESPONSES, **ADMIN_RESPONSES}, tags=["admin"])
 
-# Uploads are written to disk as they arrive; this bounds the disk a single restore may take.
-MAX_UPLOAD_BYTES = 16 * 1024**3
 FAILURES_SHOWN = 20
 
 
@@ -63,26 +62,31 @@ def backup(
     )
 
 
+def _too_large() -> EngramError:
+    return EngramError(f"the archive is larger than {MAX_ARCHIVE_BYTES:,} bytes (the restore upload limit)", status_code=413)
+
+
 async def _save_upload(request: Request, target: Path) -> int:
-    """The archive, from a multipart `file` field or the raw body, written to `target` as it arrives."""
+    """The archive, from a multipart `file` field or the raw body, written to `target` as it arrives
+    (memory holds one chunk; the request guard lets this route's body pass MAX_REQUEST_BYTES)."""
     written = 0
     ctype = request.headers.get("content-type", "")
     with open(target, "wb") as out:
         if ctype.startswith("multipart/form-data"):
-            form = await request.form(max_files=1, max_fields=10)
+            form = await request.form(max_files=1, max_fields=10)  # Starlette spools the file to disk
             upload = form.get("file")
             if upload is None or isinstance(upload, str):
                 raise BadRequest("send the archive as the multipart field `file` (curl -F file=@backup.tar.gz)")
             while chunk := await upload.read(1 << 20):
                 written += len(chunk)
-                if written > MAX_UPLOAD_BYTES:
-                    raise BadRequest(f"the archive is larger than {MAX_UPLOAD_BYTES:,} bytes")
+                if written > MAX_ARCHIVE_BYTES:
+                    raise _too_large()
                 out.write(chunk)
         else:
             async for chunk in request.stream():
                 written += len(chunk)
-                if written > MAX_UPLOAD_BYTES:
-                    raise BadRequest(f"the archive is larger than {MAX_UPLOAD_BYTES:,} bytes")
+                if written > MAX_ARCHIVE_BYTES:
+                    raise _too_large()
                 out.write(chunk)
     if not written:
         raise BadRequest("no archive: send a backup .tar.gz as the body (Content-Type: application/gzip) or as the multipart field `file`")
@@ -90,8 +94,13 @@ async def _save_upload(request: Request, target: Path) -> int:
 
 
 @router.post("/admin/restore", response_model=RestoreResponse, response_model_exclude_none=True)
-async def restore(request: Request, scope: AdminScope, client: ClientDep, settings: SettingsDep, embedder: EmbedderDep) -> RestoreResponse:
-    """Restore an Engram or AutoMem backup archive into the bank (`?bank=`, default DEFAULT_BANK). Idempotent: ids are kept, records are upserted."""
+async def restore(
+    request: Request, scope: AdminScope, client: ClientDep, settings: SettingsDep, embedder: EmbedderDep,
+    new_ids: Annotated[bool, Query(description="Give every memory a new id of its own in the bank (edges follow): to restore a "
+                                               "bank's archive into another bank of the same store, or copy a bank")] = False,
+) -> RestoreResponse:
+    """Restore an Engram or AutoMem backup archive into the bank (X-Bank or `?bank=`, default DEFAULT_BANK). Idempotent:
+    ids are kept (or, with `new_ids`, derived from the bank and the old id), records are upserted."""
     bank = scope.bank
     folder = Path(tempfile.mkdtemp(prefix="engram-upload-"))
     started = time.monotonic()
@@ -105,16 +114,11 @@ async def restore(request: Request, scope: AdminScope, client: ClientDep, settin
         path = folder / "upload.tar.gz"
         await _save_upload(request, path)
         report, about = await anyio.to_thread.run_sync(
-            lambda: restore_archive(settings, client, embedder, path, bank=bank, on_failure=keep)
+            lambda: restore_archive(settings, client, embedder, path, bank=bank, on_failure=keep, new_ids=new_ids)
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return RestoreResponse(
-        status="partial_success" if report.failed or report.edges_failed else "success", bank=bank,
-        memories={"restored": report.stored, "failed": report.failed, "vectors_reused": about["vectors_reused"], "reembedded": report.embedded},
-        edges={"restored": report.edges_stored, "failed": report.edges_failed},
-        archive=about, failures=failures, seconds=round(time.monotonic() - started, 3),
-    )
+    return RestoreResponse(**restore_summary(report, about, bank), failures=failures, seconds=round(time.monotonic() - started, 3))
 
 
 @router.post("/admin/reembed", response_model=ReembedResponse, response_model_exclude_none=True)

@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from service.enrichment.plan import caller_tags
-from service.recall.queries import observation_sources
 from service.filters.clauses import OBSERVATION_TYPE
+from service.memory import codec
+from service.recall.queries import observation_sources
 
 # Metadata keys the service itself writes and shows elsewhere in Hindsight's view.
 SHOWN_ELSEWHERE = ("entities",)
@@ -38,8 +38,7 @@ def fact_type(source: Mapping[str, Any]) -> str:
 
 
 def hindsight_tags(source: Mapping[str, Any]) -> list[str]:
-    enrichment = source.get("enrichment")
-    return caller_tags(source.get("tags") or [], enrichment if isinstance(enrichment, dict) else None)
+    return codec.caller_tags(source)
 
 
 def hindsight_metadata(source: Mapping[str, Any]) -> dict[str, str]:

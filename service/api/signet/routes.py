@@ -63,8 +63,9 @@ def _recall(service: RecallService, ledger: RecallLedger, settings, background: 
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     dedupe = Dedupe.begin(ledger, bank, session_key, agent_id, include_recalled, now)
+    # detail: each result carries its whole stored memory, so its rows can leave out the derived tags.
     req = M.recall_request(settings, bank=bank, query=(temporal.content_query if temporal else query) or None, limit=limit,
-                           values=filters, suppress_ids=dedupe.suppress_ids, **_window(temporal))
+                           values=filters, suppress_ids=dedupe.suppress_ids, detail=True, **_window(temporal))
     body = service.recall(req, now, defer=background.add_task)
     rows = [shaping.row(r, temporal=temporal) for r in body["results"]]
     rows = dedupe.finish(rows, body.get("suppressed", 0), now)

@@ -1,7 +1,8 @@
 """Signet's response shapes (spec 004), pure: the recall pipeline's results -> Signet rows and `meta`.
 
 A row carries the memory's fields under Signet's names (`created_at` is the stored `timestamp`,
-`tags` a comma-separated string, `type` lowercased as Signet's types are), the score, where the
+`tags` a comma-separated string of the caller's tags — never those enrichment derived, as in every
+surface but AutoMem's (service/memory/codec.py) —, `type` lowercased as Signet's types are), the score, where the
 evidence came from (`source`), the temporal facet when a window applied, and `already_recalled`.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from service.api.signet.temporal import Temporal, facet_of, js_iso
 from service.clock.instants import stored_datetime
+from service.memory import codec
 
 SCORE_DIGITS = 4
 # Graph stages' match types (expansion), reported as Signet's `graph` source.
@@ -58,7 +60,7 @@ def row(result: Mapping[str, Any], *, temporal: Temporal | None = None, repeated
         "score": round(float(result.get("final_score") or 0.0), SCORE_DIGITS),
         "source": evidence_source(result.get("score_components") or {}, result.get("match_type")),
         "type": signet_type(m.get("type")),
-        "tags": tag_string(m.get("tags")),
+        "tags": tag_string(codec.caller_tags(m)),
         "pinned": bool(m.get("pinned")),
         "importance": m.get("importance"),
         "who": m.get("who"),
@@ -124,7 +126,7 @@ def legacy_row(memory_id: str, source: Mapping[str, Any], score: float | None) -
     """GET /memory/search: id, content, created_at, who, importance, tags, type, pinned and the score."""
     out = {
         "id": memory_id, "content": source.get("content", ""), "created_at": created_at(source), "who": source.get("who"),
-        "importance": source.get("importance"), "tags": tag_string(source.get("tags")), "type": signet_type(source.get("type")),
+        "importance": source.get("importance"), "tags": tag_string(codec.caller_tags(source)), "type": signet_type(source.get("type")),
         "pinned": bool(source.get("pinned")),
     }
     if score is not None:
@@ -136,7 +138,7 @@ def similar_row(memory_id: str, source: Mapping[str, Any], cosine: float) -> dic
     """GET /memory/similar: id, content, type, tags (a list here, as spec 004 shows), score, confidence, created_at."""
     return {
         "id": memory_id, "content": source.get("content", ""), "type": signet_type(source.get("type")),
-        "tags": list(source.get("tags") or ()), "score": round(cosine, SCORE_DIGITS), "confidence": source.get("confidence"),
+        "tags": codec.caller_tags(source), "score": round(cosine, SCORE_DIGITS), "confidence": source.get("confidence"),
         "created_at": created_at(source),
     }
 
