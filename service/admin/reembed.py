@@ -51,7 +51,10 @@ class ReembedResult:
         out: dict[str, Any] = {
             "status": "complete", "processed": self.processed, "failed": self.failed, "total": self.total,
             "batch_size": self.batch_size, "model": self.model, "dimension": self.dimension,
+            "metadata_preserved": True,  # AutoMem's flag: only the vector changes
         }
+        if not self.total:
+            out["message"] = "No memories found to reembed"  # AutoMem's words
         if self.failed_ids:
             out["failed_ids"] = self.failed_ids[:FAILED_IDS_SHOWN]
             if len(self.failed_ids) > FAILED_IDS_SHOWN:

@@ -53,7 +53,8 @@ def shape_result(
     raw = c.vector_cosine if c.in_vector_arm and c.vector_cosine is not None else components.get("keyword", 0.0)
     out: dict[str, Any] = {
         "id": c.id,
-        "memory": {k: source[k] for k in MEMORY_FIELDS if k in source},
+        # AutoMem's memory carries its own id too (clients read results[].memory.id).
+        "memory": {"id": c.id, **{k: source[k] for k in MEMORY_FIELDS if k in source}},
         "final_score": round(s.final_score, 6),
         "match_type": c.match_type,
         "score_components": components,
@@ -73,7 +74,7 @@ def shape_result(
         if key in extra:
             out[key] = extra[key]
     if arms is not None:
-        out["memory"] = codec.shown(source)
+        out["memory"] = {"id": c.id, **codec.shown(source)}
         out["retrieval"] = retrieval_detail(s, arms)
     return out
 

@@ -324,3 +324,11 @@ def test_context_anchor_injected_when_nothing_matches(api):
     body = recall(api, query="release checklist version", context_tags="team-rules", limit=3)
     assert ids(body)[0] == anchor  # injected ahead of the scored results, within the limit
     assert body["context_priority"]["injected"] is True and len(body["results"]) == 3
+
+
+def test_each_result_memory_carries_its_id(api):
+    """AutoMem includes the memory's id inside `memory` (issue 25 item 5), in detail too."""
+    mid = put(api, "the memory whose id travels inside it")
+    for params in ({}, {"detail": "true"}):
+        (hit,) = recall(api, query="memory whose id travels", limit=1, **params)["results"]
+        assert hit["id"] == hit["memory"]["id"] == mid, params

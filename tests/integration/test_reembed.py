@@ -46,7 +46,8 @@ def test_only_memories_of_another_model_unless_forced(api, os_client, embedder):
     ids = populate(api)
     assert models(api, os_client)[ids["vec"]] is None  # a client's vector: no model recorded
     body = reembed(api)
-    assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": "all-MiniLM-L6-v2", "dimension": 384}
+    assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": "all-MiniLM-L6-v2", "dimension": 384,
+                    "metadata_preserved": True}
     vector = api.app.state.memories.vectors("default", [ids["vec"]])[ids["vec"]][0]
     assert vector == pytest.approx(embedder.embed_query("A memory stored with its own vector."), abs=1e-5)
     assert set(models(api, os_client).values()) == {"all-MiniLM-L6-v2"}
@@ -89,9 +90,16 @@ def test_a_concurrent_edit_wins_over_a_stale_reembedding(api):
     assert store.vectors("default", [mid])[mid][0] == pytest.approx(unit(6))  # the edit's vector stayed
 
 
-def test_bad_bodies_are_400(api):
-    for body in ({"batch_size": 0}, {"batch_size": "many"}, {"limit": 0}, {"limit": -3}, {"force": "maybe"}, [1, 2], {"bank": "a b"}):
+def test_bad_bodies_are_400_and_odd_numbers_fall_back_as_automem(api):
+    for body in ({"force": "maybe"}, [1, 2], {"bank": "a b"}):
         assert_error(api.post("/admin/reembed", json=body, headers=ADMIN_HEADERS), 400)
+    # AutoMem's int(): a batch_size or limit that is no positive whole number is its default (32; all), never a 400.
+    for body, batch in (({"batch_size": 0}, 32), ({"batch_size": "many"}, 32), ({"batch_size": "16"}, 16), ({"limit": 0}, 32),
+                        ({"limit": -3}, 32), ({"limit": "ten"}, 32)):
+        got = reembed(api, **body)
+        assert got["batch_size"] == batch and got["metadata_preserved"] is True, body
+        assert bool(got.get("warnings")) == (body not in ({"batch_size": "16"},)), (body, got)
+    assert reembed(api)["message"] == "No memories found to reembed"  # nothing stale in an empty store
     assert_error(api.post("/admin/reembed", content=b"{not json", headers={**ADMIN_HEADERS, "Content-Type": "application/json"}), 400, "Malformed JSON")
     assert reembed(api, batch_size=1000)["batch_size"] == 100  # AutoMem caps it at 100
     resp = api.post("/admin/reembed", headers=ADMIN_HEADERS)  # no body at all: the defaults

@@ -126,4 +126,4 @@ def reembed_memories(scope: AdminBodyScope, store: StoreDep, embedder: EmbedderD
     """Re-embed memories of the bank (the body's `bank`, or X-Bank / `?bank=`) whose vector another model (or none) made; all of them with `force`."""
     req = req or ReembedRequest()
     result = reembed(store, scope.bank, embedder, batch_size=req.batch_size, limit=req.limit, force=req.force)
-    return ReembedResponse(**result.as_dict())
+    return ReembedResponse(**result.as_dict(), warnings=req.notes or None)
