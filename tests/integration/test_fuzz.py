@@ -38,8 +38,10 @@ def live_app(engine_url, embedder, os_client):
     from service.main import create_app
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
+    # No consolidation scheduler of its own (tick 0): the log check below leaves out the scheduler
+    # threads of other apps in this worker process, whose indices other tests have dropped.
     settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN,
-                        enrichment_enabled=False, write_refresh="true")
+                        enrichment_enabled=False, write_refresh="true", consolidation_tick_seconds=0)
     app = create_app(settings, embedder=embedder)
     try:
         with serve(app, **SERVER_OPTIONS) as base:
@@ -73,7 +75,7 @@ def test_every_operation_holds_under_schema_fuzzing(live_app, caplog, max_exampl
     assert seen[400] > 100 and seen[401] > 0 and seen[404] > 0, seen
     assert seen[200] > 50 and seen[201] > 0, seen
     assert report.total > 1000, report.total
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.threadName != "consolidation-scheduler"]
     assert not errors, [r.getMessage() for r in errors]
 
 
