@@ -43,7 +43,8 @@ import httpx
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
-# The dev slice sits beside the repository in our workspace; LOCOMO_DATA points elsewhere.
+# LOCOMO_DATA: the LoCoMo JSON (a list of samples with `conversation` and `qa`, as LoCoMo's
+# locomo10.json); by default the team's dev slice, which sits beside the repository in our workspace.
 DEFAULT_DATA = Path(os.environ.get("LOCOMO_DATA") or ROOT.parent / "shared" / "data" / "locomo-dev.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BATCH = 200
@@ -318,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="a setting of the in-process service (e.g. recall_rerank_model=/tmp/ce), repeatable")
     args = parser.parse_args(argv)
     params = dict(p.split("=", 1) for p in args.param)
+    if not args.data.is_file():
+        print(f"error: no LoCoMo data at {args.data}: set LOCOMO_DATA (or --data) to a LoCoMo JSON file "
+              "(LoCoMo's locomo10.json, or the team's dev slice locomo-dev.json)", file=sys.stderr)
+        return 2
     data = json.loads(args.data.read_text())
     ingest_surface = args.ingest or ("automem" if args.surface == "signet" else args.surface)
     bank = "default" if ingest_surface == "automem" and args.surface == "hindsight" else args.bank

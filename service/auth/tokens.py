@@ -91,8 +91,8 @@ class TokenRegistry:
         return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m service.auth", description="Tokens for ENGRAM_TOKENS_FILE.")
+def main(argv: list[str] | None = None, prog: str = "python -m service.auth") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Tokens for ENGRAM_TOKENS_FILE.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("hash", help="print the SHA-256 hash of a token read from stdin (or prompted)")
     sub.add_parser("new", help="make a random token; print it and its hash")

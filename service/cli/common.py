@@ -66,6 +66,18 @@ def reported(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 edge`, `2 edges`, `1,024 memories`."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def skipped_text(skipped: dict) -> str:
+    """A restore's skipped records ({"nodes": {label: n}, "relationships": {type: n}}) as words."""
+    parts = [f"{counted(n, 'node')} labelled {label}" for label, n in sorted((skipped.get("nodes") or {}).items())]
+    parts += [f"{counted(n, 'relationship')} of type {kind}" for kind, n in sorted((skipped.get("relationships") or {}).items())]
+    return "skipped " + ", ".join(parts) if parts else "nothing skipped"
+
+
 def emit(result: dict, as_json: bool, text: str) -> None:
     print(json.dumps(result, default=str) if as_json else text)
 

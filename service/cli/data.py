@@ -17,7 +17,7 @@ import typer
 from service.admin import archive
 from service.admin.importing import BATCH_SIZE, WORKERS
 from service.cli.common import (AdminTokenOpt, ApiOpt, BankOpt, JsonOpt, NoProgressOpt, PrefixOpt, ServiceClient, TokenOpt, UrlOpt,
-                                emit, reported, settings_from)
+                                counted, emit, reported, settings_from, skipped_text)
 
 FORMATS = ("auto", "jsonl", "automem-backup")
 
@@ -61,12 +61,12 @@ def import_command(
     text = (
         f"{report.stored:,} of {report.read:,} records stored as memories into {settings.memories_alias} (bank {settings.default_bank}) "
         f"in {report.seconds:.1f} s ({report.memories_per_s:,.0f}/s; {report.embedded:,} embedded, {report.reused_vectors:,} kept their vector"
-        f"{f', {report.skipped:,} skipped by --resume' if report.skipped else ''}); {report.edges_stored:,} edges stored"
+        f"{f', {report.skipped:,} skipped by --resume' if report.skipped else ''}); {counted(report.edges_stored, 'edge')} stored"
     )
     emit(summary, as_json, text)
     if report.failed or report.edges_failed:
         stages = ", ".join(f"{k}: {v}" for k, v in sorted(report.failures_by_stage.items()))
-        print(f"FAILED: {report.failed:,} records and {report.edges_failed:,} edges ({stages}); details in {failed_file}", file=sys.stderr)
+        print(f"FAILED: {counted(report.failed, 'record')} and {counted(report.edges_failed, 'edge')} ({stages}); details in {failed_file}", file=sys.stderr)
         raise typer.Exit(1)
 
 
@@ -101,7 +101,7 @@ def export_command(
         out.flush()
         if output:
             out.close()
-    print(f"exported {counts.memories:,} memories and {counts.edges:,} edges of bank {settings.default_bank}", file=sys.stderr)
+    print(f"exported {counted(counts.memories, 'memory', 'memories')} and {counted(counts.edges, 'edge')} of bank {settings.default_bank}", file=sys.stderr)
 
 
 @reported
@@ -147,7 +147,8 @@ def backup_command(
                     out.close()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        print(f"backed up {result.counts['memories']:,} memories and {result.counts['relationships']:,} edges in {result.seconds:.1f} s", file=sys.stderr)
+        print(f"backed up {counted(result.counts['memories'], 'memory', 'memories')} and {counted(result.counts['relationships'], 'edge')} "
+              f"in {result.seconds:.1f} s", file=sys.stderr)
     if target is not None:
         print(target)
 
@@ -198,8 +199,8 @@ def restore_command(
                                         progress=not no_progress, new_ids=new_ids)
         body = {**restore_summary(report, about, settings.default_bank), "seconds": round(report.seconds, 1)}
     m, e = body["memories"], body["edges"]
-    emit(body, as_json, f"restored {m['restored']:,} memories ({m['failed']:,} failed, {m['vectors_reused']:,} kept their vector) "
-                        f"and {e['restored']:,} edges into bank {body['bank']}; skipped: {body['archive']['skipped']}")
+    emit(body, as_json, f"restored {counted(m['restored'], 'memory', 'memories')} ({m['failed']:,} failed, {m['vectors_reused']:,} kept their vector) "
+                        f"and {counted(e['restored'], 'edge')} into bank {body['bank']}; {skipped_text(body['archive']['skipped'])}")
     if body["status"] != "success":
         if failed.exists():
             print(f"FAILED: {m['failed']:,} memories and {e['failed']:,} edges; details in {failed}", file=sys.stderr)
@@ -235,6 +236,6 @@ def reembed_command(
         todo = store.count(stale_query(settings.default_bank, embedder.short_name, force=force))
         with tqdm(total=min(todo, limit or todo), unit="mem", desc="reembed", file=sys.stderr, disable=no_progress) as bar:
             body = reembed(store, settings.default_bank, embedder, batch_size=batch_size, limit=limit, force=force, progress=bar.update).as_dict()
-    emit(body, as_json, f"re-embedded {body['processed']:,} memories with {body['model']} ({body['failed']:,} failed)")
+    emit(body, as_json, f"re-embedded {counted(body['processed'], 'memory', 'memories')} with {body['model']} ({body['failed']:,} failed)")
     if body["failed"]:
         raise typer.Exit(1)

@@ -1,4 +1,4 @@
-"""`engram serve | engine | snapshot | dashboards | bench`: running and operating Engram."""
+"""`engram serve | mcp | token | engine | snapshot | dashboards | bench`: running and operating Engram."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Annotated
 import typer
 
 from service.cli.common import JsonOpt, PrefixOpt, UrlOpt, emit, fail, reported, settings_from
+from service.paths import package_folder
 
+# bench/ is not part of the installed package: `engram bench` runs from a checkout.
 ROOT = Path(__file__).resolve().parent.parent.parent
-DASHBOARDS_DIR = ROOT / "index_templates" / "dashboards"
 # `engram bench NAME`: the benchmark modules (bench/*.py), each with its own --help.
 BENCHES = {
     "locomo": "recall quality on the LoCoMo dev slice",
@@ -26,6 +27,7 @@ BENCHES = {
     "lifecycle": "backup, restore, import and export throughput; live writes during an import",
     "observability": "what metrics and the recall log cost per request (needs --url)",
     "signet": "Signet's recall surface and session dedupe vs GET /recall",
+    "cluster": "three local nodes, one killed under 50 clients: failed requests and lost writes",
 }
 PASS_THROUGH = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}, "add_help_option": False}
 
@@ -34,18 +36,23 @@ snapshot = typer.Typer(help="OpenSearch snapshots of the store's indices: the ro
 dashboards = typer.Typer(help="OpenSearch Dashboards saved objects (index patterns, searches, visualizations).", no_args_is_help=True)
 
 
-def passthrough(module: str):
-    """A command that hands its arguments to `module.main(argv)` (a tool with its own parser)."""
+def passthrough(module: str, prog: str):
+    """A command that hands its arguments to `module.main(argv, prog)` (a tool with its own parser;
+    imported when run, so `engram --help` stays fast and the CLI does not import the server)."""
 
     def command(ctx: typer.Context) -> None:
-        raise typer.Exit(int(importlib.import_module(module).main(list(ctx.args)) or 0))
+        raise typer.Exit(int(importlib.import_module(module).main(list(ctx.args), prog=prog) or 0))
 
     return command
 
 
 def register(app: typer.Typer) -> None:
     app.command("serve", **PASS_THROUGH, help="Run the API (HOST/PORT and all settings from the environment; --help for options).")(
-        passthrough("service.__main__"))
+        passthrough("service.__main__", "engram serve"))
+    app.command("mcp", **PASS_THROUGH, help="Run the MCP server for agents, over stdio (default) or --http; --help for options.")(
+        passthrough("service.mcp.__main__", "engram mcp"))
+    app.command("token", **PASS_THROUGH, help="Tokens for ENGRAM_TOKENS_FILE: `engram token new` (a random token and its "
+                "sha256), `engram token hash` (the sha256 of a token read from stdin).")(passthrough("service.auth.tokens", "engram token"))
     app.add_typer(engine, name="engine")
     app.add_typer(snapshot, name="snapshot")
     app.add_typer(dashboards, name="dashboards")
@@ -61,6 +68,8 @@ def bench(ctx: typer.Context) -> None:
         if args and args[0] not in ("-h", "--help"):
             raise fail(f"unknown benchmark {args[0]!r}")
         raise typer.Exit(0 if args else 2)
+    if not (ROOT / "bench").is_dir():
+        raise fail("the benchmarks (bench/) are not installed with the package: run `engram bench` from a checkout")
     if str(ROOT) not in sys.path:  # bench/ is not installed as a package: it lives next to service/
         sys.path.insert(0, str(ROOT))
     module = importlib.import_module(f"bench.{args[0].replace('-', '_')}")
@@ -98,11 +107,14 @@ def engine_stop(name: NameOpt = "dev") -> None:
 
 @engine.command("status")
 def engine_status(name: NameOpt = "dev") -> None:
-    """Whether the node runs, and where."""
+    """Whether the node runs, and where (exit status 0 when it runs, 1 when it does not)."""
     from service.engine.local_node import LocalNode
 
     node = LocalNode(name)
-    print(f"running at {node.url}" if node.running() else "not running")
+    if not node.running():
+        print("not running")
+        raise typer.Exit(1)
+    print(f"running at {node.url}")
 
 
 @engine.command("build")
@@ -214,12 +226,18 @@ def dashboards_install(
     password: Annotated[str | None, typer.Option("--password", envvar="OPENSEARCH_PASSWORD", help="basic-auth password", show_default=False)] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite/--no-overwrite", help="replace objects of the same ids")] = True,
 ) -> None:
-    """Load index_templates/dashboards/*.ndjson through the saved-objects import API."""
+    """Load the saved objects shipped in service/index_templates/dashboards/ through the saved-objects import API."""
     import httpx
 
-    files = sorted(DASHBOARDS_DIR.glob("*.ndjson"))
+    from service.config import url_problem
+
+    problem = url_problem(url) if "," not in url else "one URL, not a list"
+    if problem:
+        raise fail(f"--url {url!r} is malformed ({problem}); expected e.g. http://127.0.0.1:5601")
+    folder = package_folder("service", "index_templates", "dashboards")
+    files = sorted(folder.glob("*.ndjson"))
     if not files:
-        raise fail(f"no saved objects in {DASHBOARDS_DIR}")
+        raise fail(f"no saved objects in {folder}")
     auth = (user, password or "") if user else None
     failed = 0
     for path in files:

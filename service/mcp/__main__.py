@@ -4,7 +4,8 @@
     python -m service.mcp --http [--port N]  streamable HTTP on http://127.0.0.1:N/mcp
 
 It talks to a running Engram service over its HTTP API: AUTOMEM_ENDPOINT (default
-http://127.0.0.1:8001), AUTOMEM_API_KEY (or AUTOMEM_API_TOKEN), AUTOMEM_RECALL_TOKEN_BUDGET.
+http://127.0.0.1:8001), AUTOMEM_API_KEY (or AUTOMEM_API_TOKEN, else the token file `make run` and
+`engram serve` write: ENGRAM_TOKEN_FILE, default ~/.config/engram/token), AUTOMEM_RECALL_TOKEN_BUDGET.
 Logs go to stderr; stdout carries the protocol.
 """
 
@@ -16,6 +17,7 @@ import sys
 
 import anyio
 
+from service.auth.local_token import LocalTokenError
 from service.mcp.server import create_server
 from service.mcp.settings import McpSettings
 
@@ -24,12 +26,13 @@ LOOPBACK = "127.0.0.1"
 log = logging.getLogger("engram.mcp")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None, prog: str = "python -m service.mcp") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m service.mcp",
+        prog=prog,
         description="Engram's MCP server (tools store_memory, recall_memory, associate_memories, update_memory, "
         "delete_memory, check_database_health). It calls the Engram service at AUTOMEM_ENDPOINT "
-        "(default http://127.0.0.1:8001) with the token in AUTOMEM_API_KEY (or AUTOMEM_API_TOKEN); "
+        "(default http://127.0.0.1:8001) with the token in AUTOMEM_API_KEY (or AUTOMEM_API_TOKEN, else the token file of a "
+        "local install, ENGRAM_TOKEN_FILE or ~/.config/engram/token); "
         "recall responses stay under AUTOMEM_RECALL_TOKEN_BUDGET estimated tokens (default 18000).",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP on 127.0.0.1 instead of stdio")
@@ -62,8 +65,8 @@ def serve_http(settings: McpSettings, port: int, log_level: str) -> None:
     uvicorn.run(app, host=LOOPBACK, port=port, log_level=log_level, access_log=False)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m service.mcp") -> int:
+    args = parse_args(argv, prog)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # httpx logs every request's URL at INFO, query string (the agent's recall query) included.
     for noisy in ("httpx", "httpx2", "httpcore"):
@@ -71,9 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     settings = McpSettings()
     if settings.budget_warning:
         log.warning(settings.budget_warning)
-    if not settings.api_key:
-        log.warning("AUTOMEM_API_KEY is not set: calls other than check_database_health will get 401 from the service")
-    log.info("Engram MCP server: service %s, recall budget %d tokens", settings.endpoint, settings.token_budget)
+    try:
+        key, source = settings.api_key_source
+    except LocalTokenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not key:
+        log.warning("AUTOMEM_API_KEY is not set and %s does not exist: calls other than check_database_health will get 401 "
+                    "from the service", source.removeprefix("the token file "))
+    log.info("Engram MCP server: service %s, token from %s, recall budget %d tokens", settings.endpoint,
+             source if key else "nowhere", settings.token_budget)
     try:
         if args.http:
             serve_http(settings, args.port, args.log_level)

@@ -2,7 +2,9 @@
 
     AUTOMEM_API_URL              the Engram service (default http://127.0.0.1:8001, `make run`'s address);
                                  AUTOMEM_ENDPOINT, its name before mcp-automem 0.15, when unset
-    AUTOMEM_API_KEY              its API token; AUTOMEM_API_TOKEN (the service's own variable) when unset
+    AUTOMEM_API_KEY              its API token; AUTOMEM_API_TOKEN (the service's own variable) when unset;
+                                 else the token file of a local install (ENGRAM_TOKEN_FILE, default
+                                 ~/.config/engram/token, which `make run` / `engram serve` write)
     AUTOMEM_RECALL_TOKEN_BUDGET  recall_memory's response budget in estimated tokens (default 18,000)
     ENGRAM_MCP_TOKEN             `--http` only: a bearer token of the MCP server's own (callers may also
                                  send a token the service accepts; without either, 401)
@@ -10,9 +12,13 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.auth.local_token import read_token
 from service.mcp.budget import resolve_token_budget
+from service.paths import token_file
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8001"
 
@@ -37,10 +43,16 @@ class McpSettings(BaseSettings):
 
     @property
     def api_key(self) -> str | None:
-        for value in (self.automem_api_key, self.automem_api_token):
+        return self.api_key_source[0]
+
+    @cached_property
+    def api_key_source(self) -> tuple[str | None, str]:
+        """The token and where it came from (for the start-up log line; the token is never logged)."""
+        for name, value in (("AUTOMEM_API_KEY", self.automem_api_key), ("AUTOMEM_API_TOKEN", self.automem_api_token)):
             if value and value.strip():
-                return value.strip()
-        return None
+                return value.strip(), name
+        path = token_file()
+        return read_token(path), f"the token file {path}"
 
     @property
     def mcp_token(self) -> str | None:

@@ -1,4 +1,4 @@
-"""Apply the index templates in index_templates/ and keep the versioned indices behind the aliases current.
+"""Apply the index templates in service/index_templates/ and keep the versioned indices behind the aliases current.
 
 Idempotent: run at every start-up. An index records its template version in its mapping's `_meta`;
 a template of the same version only adds fields in place, a newer version (or a model with
@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from pathlib import Path
+from importlib import resources
 from typing import Any, Protocol
 
 from opensearchpy import OpenSearch
@@ -23,7 +23,8 @@ from service.storage.client import engine_errors
 
 log = logging.getLogger("engram.bootstrap")
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "index_templates"
+# Shipped inside the package (package data in pyproject.toml), so a wheel install finds them too.
+TEMPLATES = resources.files("service") / "index_templates"
 
 
 class DocumentEmbedder(Protocol):
@@ -34,7 +35,7 @@ class DocumentEmbedder(Protocol):
 
 
 def load_template(name: str) -> dict:
-    return json.loads((TEMPLATE_DIR / f"{name}.json").read_text())
+    return json.loads((TEMPLATES / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def add_field_mapping(client, alias: str, template: str, field: str) -> None:

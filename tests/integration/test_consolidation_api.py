@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.main import create_app
-from tests.conftest import AUTH
+from tests.conftest import AUTH, app_for
 from tests.integration.support import assert_error, link, mem, recall
 
 DIM = 384
@@ -76,8 +76,8 @@ def snapshot(api, os_client) -> dict:
 
 
 @pytest.fixture
-def api(make_client):
-    return make_client(write_refresh="true", consolidation_tick_seconds=0)
+def api(request):
+    return app_for(request, write_refresh="true", consolidation_tick_seconds=0)
 
 
 def test_dry_run_changes_nothing(make_client, os_client):

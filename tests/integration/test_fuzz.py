@@ -25,7 +25,10 @@ from service.storage.bootstrap import drop_prefix
 from tests.conftest import ADMIN, TOKEN
 from tests.integration.live_server import serve
 
-MAX_EXAMPLES = 25  # generated cases per operation in the fuzzing phase (coverage adds ~1,400 fixed ones)
+# Generated cases per operation in the fuzzing phase (the coverage phase adds ~1,400 fixed ones): the
+# default run keeps a short seeded profile; the long one is marked slow (`make test-slow`, `make fuzz`).
+SHORT_EXAMPLES = 5
+LONG_EXAMPLES = 25
 SEED = 20240601
 
 
@@ -35,8 +38,10 @@ def live_app(engine_url, embedder, os_client):
     from service.main import create_app
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
+    # No consolidation scheduler of its own (tick 0): the log check below leaves out the scheduler
+    # threads of other apps in this worker process, whose indices other tests have dropped.
     settings = Settings(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN,
-                        enrichment_enabled=False, write_refresh="true")
+                        enrichment_enabled=False, write_refresh="true", consolidation_tick_seconds=0)
     app = create_app(settings, embedder=embedder)
     try:
         with serve(app, **SERVER_OPTIONS) as base:
@@ -49,12 +54,14 @@ def operations(openapi: dict) -> set[str]:
     return {f"{method.upper()} {path}" for path, methods in openapi["paths"].items() for method in methods}
 
 
-def test_every_operation_holds_under_schema_fuzzing(live_app, caplog):
+@pytest.mark.parametrize("max_examples", [pytest.param(SHORT_EXAMPLES, id="short"),
+                                          pytest.param(LONG_EXAMPLES, id="long", marks=pytest.mark.slow)])
+def test_every_operation_holds_under_schema_fuzzing(live_app, caplog, max_examples):
     app, base = live_app
     ids, tags = seed_memories(base, TOKEN)
     openapi = app.openapi()
     with caplog.at_level(logging.WARNING):
-        report = run(openapi, fuzz_config(base, token=TOKEN, admin_token=ADMIN, max_examples=MAX_EXAMPLES, seed=SEED, ids=ids, tags=tags))
+        report = run(openapi, fuzz_config(base, token=TOKEN, admin_token=ADMIN, max_examples=max_examples, seed=SEED, ids=ids, tags=tags))
     print(report.summary())
 
     assert not report.failures, report.summary()
@@ -68,7 +75,7 @@ def test_every_operation_holds_under_schema_fuzzing(live_app, caplog):
     assert seen[400] > 100 and seen[401] > 0 and seen[404] > 0, seen
     assert seen[200] > 50 and seen[201] > 0, seen
     assert report.total > 1000, report.total
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.threadName != "consolidation-scheduler"]
     assert not errors, [r.getMessage() for r in errors]
 
 

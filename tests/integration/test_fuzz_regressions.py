@@ -148,6 +148,7 @@ def test_metadata_integers_at_the_64_bit_bounds_round_trip(api):
     assert api.get(f"/memory/{mid}").json()["memory"]["metadata"] == {"max": 2**64 - 1, "min": -(2**63)}
 
 
+@pytest.mark.own_app('writes a fixed id and reads the engine directly')
 def test_a_stored_huge_integer_never_fails_a_read(api, os_client):
     """Written straight into the engine (bypassing validation): recall, GET, by-tag and PATCH still answer 200.
     (orjson reads 10**30 back as a float; 10**400 only the standard json module reads, as an int.)"""

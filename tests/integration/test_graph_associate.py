@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import assert_error, fast_api, link, mem
+from tests.integration.support import assert_error, link, mem
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 
 def edge_doc(api, os_client, edge_id):
@@ -33,6 +34,7 @@ def test_single_association_echoes_type_strength_and_properties(api, os_client):
     assert api.post("/associate", json={"memory1_id": a, "memory2_id": b}).json()["relation_type"] == "RELATES_TO"
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_reposting_updates_the_same_edge(api, os_client):
     a, b = mem(api, "one"), mem(api, "two")
     link(api, a, b, "REINFORCES", 0.3, observations=1)
@@ -85,6 +87,7 @@ def test_batch_all_succeed_is_201(api):
     }
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_batch_with_failures_is_207_and_keeps_the_good_items(api):
     a, b = mem(api, "a"), mem(api, "b")
     resp = api.post("/associate", json={"associations": [
@@ -149,6 +152,7 @@ def test_batch_of_500_is_five_engine_requests(api):
     assert [url.split("/")[-1] for _, url in calls] == ["_mget", "_bulk", "_search", "_bulk", "_mget"]
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_deleting_a_memory_deletes_its_edges(api):
     a, b, c = mem(api, "a"), mem(api, "b"), mem(api, "c")
     link(api, a, b)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import assert_error, fast_api, link, mem
+from tests.integration.support import assert_error, link, mem
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 
 def page(api, **params):
@@ -68,6 +69,7 @@ def test_by_tag_is_not_taken_for_a_memory_id(api):
     assert_error(api.delete("/memory/by-tag"), 400, "tags")
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_delete_by_tag_removes_memories_and_their_edges(api):
     doomed = [mem(api, f"temp {i}", tags=["Temp"]) for i in range(3)]
     keep = mem(api, "keeper", tags=["keep"])

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import by_id, count_requests, fast_api, ids, link, mem, recall
+from tests.integration.support import by_id, count_requests, ids, link, mem, recall
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 PAST = "2020-01-01T00:00:00Z"
 WEIGHTS = {  # spec 000 default weights

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import assert_error, fast_api, link, mem
+from tests.integration.support import assert_error, link, mem
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 
 @pytest.fixture
@@ -51,6 +52,7 @@ def test_depths_one_to_three(api, chain):
     assert three["related_memories"][1]["path"] == [a, b, c, d]
 
 
+@pytest.mark.own_app("writes a system edge through the default bank's store")
 def test_relationship_types_and_system_opt_in(api, chain):
     a, b, c, d, s = chain
     assert related(api, a, max_depth=3)["relationship_types"][0] == "RELATES_TO"

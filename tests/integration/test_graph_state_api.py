@@ -7,12 +7,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.integration.support import assert_error, by_id, count_requests, fast_api, ids, link, mem, recall
+from tests.integration.support import assert_error, by_id, count_requests, ids, link, mem, recall
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 PAST = "2020-01-01T00:00:00Z"
 FUTURE = "2999-01-01T00:00:00Z"

@@ -138,6 +138,7 @@ def test_list_parameters_are_bounded(api):
 
 
 # --- 1. nothing stored can break a read ---------------------------------------------------------------
+@pytest.mark.own_app('writes a fixed id and reads the engine directly')
 def test_a_corrupt_stored_memory_never_fails_a_read(api, os_client):
     """Documents that validation would refuse, written straight into the engine (as an older version,
     a restore from elsewhere or a hand edit could): every read that returns them still answers 200."""

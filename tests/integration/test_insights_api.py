@@ -7,13 +7,15 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.integration.support import assert_error, mem
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return make_client(write_refresh="true", consolidation_tick_seconds=0)
+def api(request):
+    return app_for(request, write_refresh="true", consolidation_tick_seconds=0)
 
 
+@pytest.mark.own_app('GET /startup-recall reads the default bank')
 def test_startup_recall_selection_and_shape(api):
     critical = mem(api, "Never force-push to main.", tags=["critical"], importance=0.7, type="Insight")
     lesson_hi = mem(api, "Run migrations inside a transaction.", tags=["lesson:db"], importance=0.95, type="Insight")

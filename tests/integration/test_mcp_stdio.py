@@ -156,11 +156,20 @@ def test_health(engram):
     assert "cannot reach Engram at http://127.0.0.1:9" in down.structured_content["error"]
 
 
-def test_token_errors_and_the_service_token_fallback(engram):
+def test_token_errors_and_the_service_token_fallback(engram, tmp_path):
+    missing = str(tmp_path / "no-token-file")
     wrong = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY="nope")
     error(wrong, "HTTP 401", "set AUTOMEM_API_KEY")
-    fallback = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY=None, AUTOMEM_API_TOKEN=TOKEN)
+    fallback = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY=None, AUTOMEM_API_TOKEN=TOKEN,
+                        ENGRAM_TOKEN_FILE=missing)
     ok(fallback)
+    # Neither variable: the token file a local install (`make run`, `engram serve`) writes.
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    from_file = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY=None,
+                         ENGRAM_TOKEN_FILE=str(tmp_path / "token"))
+    ok(from_file)
+    nothing = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_API_KEY=None, ENGRAM_TOKEN_FILE=missing)
+    error(nothing, "HTTP 401", "set AUTOMEM_API_KEY")
     unreachable = with_mcp(engram, lambda s: s.call_tool("recall_memory", {"query": "x"}), AUTOMEM_ENDPOINT="http://127.0.0.1:9")
     error(unreachable, "cannot reach Engram at http://127.0.0.1:9", "check AUTOMEM_API_URL")
 

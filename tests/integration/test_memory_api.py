@@ -54,6 +54,7 @@ def test_defaults_types_and_confidence_rules(api):
     assert custom["type"] == "Recipe" and "Unknown memory type 'Recipe'" in custom["warnings"][0]
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_client_id_makes_writes_idempotent(api):
     first = store(api, id="import-42", content="first version")
     again = store(api, id="import-42", content="second version")
@@ -62,6 +63,7 @@ def test_client_id_makes_writes_idempotent(api):
     assert api.get("/health").json()["memory_count"] == 1
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_batch_in_order_and_validated_all_or_nothing(api):
     resp = api.post("/memory/batch", json={"memories": [{"content": f"note {i}", "tags": ["batch"]} for i in range(5)]})
     assert resp.status_code == 201
@@ -162,6 +164,7 @@ def test_service_refuses_to_start_without_token(engine_url, embedder):
             pass
 
 
+@pytest.mark.own_app('GET /health counts the default bank')
 def test_health_reports_engine_and_model(api):
     store(api)
     store(api, type="MetaPattern")  # internal artifacts are not counted (RECALL_EXCLUDED_TYPES)

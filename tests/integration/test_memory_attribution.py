@@ -8,18 +8,20 @@ import json
 import pytest
 
 from service.cli.main import main as cli
-from tests.integration.support import assert_error, fast_api, mem, recall
+from tests.integration.support import assert_error, mem, recall
+from tests.conftest import app_for
 
 
 @pytest.fixture
-def api(make_client):
-    return fast_api(make_client)
+def api(request):
+    return app_for(request, write_refresh="true")
 
 
 def stored(api, mid: str) -> dict:
     return api.get(f"/memory/{mid}").json()["memory"]
 
 
+@pytest.mark.own_app('imports into the default bank')
 def test_every_write_api_sets_them(api, tmp_path):
     one = mem(api, "Written by an agent", who="claude-code", project="engram", pinned=True)
     assert {k: stored(api, one)[k] for k in ("who", "project", "pinned")} == {"who": "claude-code", "project": "engram", "pinned": True}

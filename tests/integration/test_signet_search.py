@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.support import assert_error
+from tests.conftest import app_for
 
 LEGACY_FIELDS = {"id", "content", "created_at", "who", "importance", "tags", "type", "pinned", "score"}
 
 
 @pytest.fixture
-def api(make_client):
-    return make_client(write_refresh="true")
+def api(request):
+    return app_for(request, write_refresh="true")
 
 
 def put(api, content: str, **fields) -> str:
@@ -92,6 +93,7 @@ def test_similar_memories(api):
     assert_error(api.get("/memory/similar", params={"id": anchor}, headers={"X-Bank": "other"}), 404)
 
 
+@pytest.mark.own_app("reads the default bank's store directly")
 def test_similar_is_404_without_a_stored_vector(api, os_client):
     mid = put(api, "A memory whose vector is gone")
     settings = api.app.state.settings

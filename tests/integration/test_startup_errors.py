@@ -36,7 +36,8 @@ CASES = [
     ({"OPENSEARCH_URL": "http://localhost:92OO"}, "error: OPENSEARCH_URL='http://localhost:92OO' is invalid: malformed URL (bad port"),
     ({"OPENSEARCH_URL": "https://admin:hunter2@127.0.0.1:1"}, "error: OPENSEARCH_URL='https://admin:***@127.0.0.1:1': OpenSearch is unreachable (connection refused)"),
     ({"OPENSEARCH_URL": "http://no-such-host.invalid:9200"}, "error: OPENSEARCH_URL='http://no-such-host.invalid:9200': OpenSearch is unreachable ("),
-    ({"AUTOMEM_API_TOKEN": ""}, "error: AUTOMEM_API_TOKEN is not set"),
+    # Without AUTOMEM_API_TOKEN the local token file is used (made on the first start); one that cannot be read is one line.
+    ({"AUTOMEM_API_TOKEN": "", "ENGRAM_TOKEN_FILE": "/"}, "error: ENGRAM_TOKEN_FILE='/': cannot read the token file"),
 ]
 
 
@@ -55,6 +56,19 @@ def test_each_bad_setting_fails_the_start_in_one_line():
         line = one_line(result)
         assert line.startswith(expected), (env, line)
         assert "hunter2" not in line
+
+
+def test_a_port_in_use_is_one_line_before_anything_loads():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = start({"PORT": str(port), "HOST": "127.0.0.1"})
+    assert result.returncode == 2
+    assert one_line(result) == (f"error: PORT={port}: 127.0.0.1:{port} is already in use "
+                                "(another engram? `PORT=8011 engram serve` picks another port)")
 
 
 def test_an_unreachable_engine_is_named_with_its_url():

@@ -243,8 +243,10 @@ def test_a_bank_scoped_token_streams_only_its_banks_events(engine_url, embedder,
                 assert scoped.next()["data"]["content_preview"] == "bank a: the public plan"
                 api.get("/recall", params={"query": "plan"}, headers={"X-Bank": "b"})
                 assert everything.next()["type"] == "memory.recall"
-                time.sleep(0.5)  # the scoped stream got nothing of bank b meanwhile
-                assert scoped.events.empty(), scoped.events.get_nowait()
+                # A marker written in bank a after all that: the scoped stream's next event is the marker,
+                # so nothing of bank b reached it before (a stream keeps the order events were published in).
+                assert api.post("/memory", json={"content": "bank a: the marker"}, headers={"X-Bank": "a"}).status_code == 201
+                assert scoped.next()["data"]["content_preview"] == "bank a: the marker"
             finally:
                 scoped.close()
                 everything.close()

@@ -3,6 +3,7 @@ one before it, whatever order the memories arrive in, and kept right through PAT
 
 from __future__ import annotations
 
+import pytest
 from tests.integration.support import ids, recall
 from tests.integration.support import mem as put
 
@@ -69,6 +70,7 @@ def neighbour(body: dict) -> dict[str, float]:
     return {r["id"]: r["score_components"].get("neighbour", 0.0) for r in body["results"]}
 
 
+@pytest.mark.own_app('fixed memory ids')
 def test_a_turn_gains_from_its_matching_neighbours(api):
     turn(api, "q", "What did you do last weekend?", 0)
     turn(api, "a", "Went to the lake with the kids.", 1)
@@ -113,6 +115,7 @@ def test_a_batch_links_its_turns_in_timestamp_then_sent_order(api):
     assert context(api, fourth) == ("b3", "third")
 
 
+@pytest.mark.own_app('fixed memory ids')
 def test_a_memory_that_arrives_late_is_linked_in(api):
     turn(api, "m1", "one", 1)
     turn(api, "m3", "three", 3)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from opensearchpy import helpers
 
 from tests.integration.support import assert_error, fast_api, link, mem
+
+pytestmark = pytest.mark.own_app('counts over the whole store and fixed ids')
 
 
 # --- 5. Idempotency-Key ------------------------------------------------------------------------------
