@@ -42,9 +42,10 @@ RUN if [ "${MODELS}" = "1" ]; then \
       python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"; \
     fi
 
-# 3. The service runs from the source tree, as `make run` does (service/index_templates/ is read at start-up).
+# 3. The service runs from the source tree, as `make run` does (index_templates/ is read at start-up).
 COPY service/ ./service/
 COPY scoring/ ./scoring/
+COPY index_templates/ ./index_templates/
 ENV PYTHONPATH=/app
 
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/engram engram

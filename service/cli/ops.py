@@ -226,7 +226,7 @@ def dashboards_install(
     password: Annotated[str | None, typer.Option("--password", envvar="OPENSEARCH_PASSWORD", help="basic-auth password", show_default=False)] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite/--no-overwrite", help="replace objects of the same ids")] = True,
 ) -> None:
-    """Load the saved objects shipped in service/index_templates/dashboards/ through the saved-objects import API."""
+    """Load the saved objects shipped in index_templates/dashboards/ through the saved-objects import API."""
     import httpx
 
     from service.config import url_problem
@@ -234,7 +234,7 @@ def dashboards_install(
     problem = url_problem(url) if "," not in url else "one URL, not a list"
     if problem:
         raise fail(f"--url {url!r} is malformed ({problem}); expected e.g. http://127.0.0.1:5601")
-    folder = package_folder("service", "index_templates", "dashboards")
+    folder = package_folder("index_templates", "dashboards")
     files = sorted(folder.glob("*.ndjson"))
     if not files:
         raise fail(f"no saved objects in {folder}")

@@ -1,4 +1,4 @@
-"""Apply the index templates in service/index_templates/ and keep the versioned indices behind the aliases current.
+"""Apply the index templates in index_templates/ and keep the versioned indices behind the aliases current.
 
 Idempotent: run at every start-up. An index records its template version in its mapping's `_meta`;
 a template of the same version only adds fields in place, a newer version (or a model with
@@ -24,7 +24,7 @@ from service.storage.client import engine_errors
 log = logging.getLogger("engram.bootstrap")
 
 # Shipped inside the package (package data in pyproject.toml), so a wheel install finds them too.
-TEMPLATES = resources.files("service") / "index_templates"
+TEMPLATES = resources.files("index_templates")
 
 
 class DocumentEmbedder(Protocol):

@@ -19,7 +19,7 @@ from tests.conftest import ADMIN, TOKEN
 from tests.integration.admin_support import export_bytes, members, populate, wipe
 from tests.integration.support import fast_api
 
-NDJSON = ROOT / "service" / "index_templates" / "dashboards" / "engram.ndjson"
+NDJSON = ROOT / "index_templates" / "dashboards" / "engram.ndjson"
 COMMANDS = [[], ["import"], ["export"], ["backup"], ["restore"], ["reembed"], ["serve"], ["engine"], ["engine", "start"],
             ["snapshot"], ["snapshot", "create"], ["snapshot", "restore"], ["snapshot", "list"], ["dashboards", "install"], ["bench"]]
 

@@ -18,7 +18,7 @@ from service.config import Settings
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
-NDJSON = ROOT / "service" / "index_templates" / "dashboards" / "engram.ndjson"
+NDJSON = ROOT / "index_templates" / "dashboards" / "engram.ndjson"
 OPENSEARCH_VERSION = "2.19.1"
 
 
@@ -153,7 +153,7 @@ def template_fields(name: str) -> set[str]:
             walk(spec.get("properties", {}), f"{path}.")
             walk(spec.get("fields", {}), f"{path}.")
 
-    walk(json.loads((ROOT / "service" / "index_templates" / f"{name}.json").read_text())["template"]["mappings"]["properties"], "")
+    walk(json.loads((ROOT / "index_templates" / f"{name}.json").read_text())["template"]["mappings"]["properties"], "")
     return found
 
 

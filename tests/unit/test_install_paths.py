@@ -31,8 +31,8 @@ def test_the_files_the_service_reads_are_package_data_of_the_wheel():
 
 def test_package_folders_resolve_to_the_shipped_files():
     assert (package_folder("service.engine", "maven") / "pom.xml").is_file()
-    assert (package_folder("service", "index_templates") / "memories.json").is_file()
-    assert list(package_folder("service", "index_templates", "dashboards").glob("*.ndjson"))
+    assert (package_folder("index_templates") / "memories.json").is_file()
+    assert list(package_folder("index_templates", "dashboards").glob("*.ndjson"))
 
 
 def test_the_token_file_follows_the_environment(monkeypatch, tmp_path):
