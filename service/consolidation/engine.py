@@ -80,6 +80,10 @@ class ConsolidationIO:
         hits = self.edges.search(Q.edges_among_body(bank, ids, EDGE_READ_CAP))["hits"]["hits"]
         return {frozenset((h["_source"]["source_id"], h["_source"]["target_id"])) for h in hits}
 
+    def edges_touching(self, bank: str, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(source, target) of every edge with an end in `ids` (at most EDGE_READ_CAP)."""
+        return [(e["source_id"], e["target_id"]) for e in self.edges.touching(bank, ids, None, size=EDGE_READ_CAP)] if ids else []
+
     def meta_ids(self, bank: str) -> list[str]:
         """Every MetaPattern the cluster pass wrote (ids with its prefix), in id order."""
         query = {"bool": {"filter": [{"term": {"bank": bank}}, {"term": {"type": "MetaPattern"}}, {"prefix": {"id": META_ID_PREFIX}}]}}
@@ -117,9 +121,9 @@ class ConsolidationIO:
             log.warning("consolidation: %d of %d edges failed (first: %s)", len(failed), len(edges), failed[0])
         return len(edges) - len(failed)
 
-    def put_summaries(self, bank: str, summaries: Sequence[Summary], now: datetime) -> int:
-        """Store MetaPattern memories (idempotent ids) through the writer's document builder."""
-        docs = []
+    def summary_docs(self, bank: str, summaries: Sequence[Summary], now: datetime) -> dict[str, dict]:
+        """The MetaPattern memories of `summaries` (idempotent ids), built by the writer's document builder."""
+        docs: dict[str, dict] = {}
         for s in summaries:
             req = MemoryCreate(
                 id=s.meta_id, content=s.content, type="MetaPattern", confidence=0.8, importance=s.importance,
@@ -134,7 +138,11 @@ class ConsolidationIO:
             # A summary is no turn of a thread (its shared tags may name a session): it neither gives
             # nor takes thread context.
             p.doc.update(thread_key=None, thread_at=None)
-            docs.append((p.memory_id, p.doc))
+            docs[p.memory_id] = p.doc
+        return docs
+
+    def put_docs(self, docs: Sequence[tuple[str, dict]]) -> int:
+        """Store built memories in one bulk request; returns how many were written."""
         errors = self.memories.bulk_put(docs, refresh="false")
         failed = [e for e in errors if e]
         if failed:
