@@ -1,14 +1,6 @@
-"""The system edges of one committed enrichment batch (SIMILAR_TO, PRECEDED_BY): which to write, and
-writing them so that none outlives a memory deleted meanwhile.
-
-The worker read the batch, its kNN neighbours and its sequence neighbours some time ago; any of them
-may have been deleted since, and a delete sweeps the edges it can see only once. So the edges go in
-as POST /associate's do (graph.links.take_back_orphans): the ends are checked before writing (an end
-already gone gets no edge), and again after writing (realtime mgets, which see a delete the moment
-it is acknowledged), and an edge whose end is gone by then is taken back. Under any interleaving
-with a delete (memory deleted, then the edges index refreshed and swept) one side removes the edge:
-if the check after the write still saw the memory, its delete came later, so the delete's refresh
-makes the edge visible to its sweep; otherwise the check saw the delete and takes the edge back.
+"""The system edges of one committed enrichment batch (SIMILAR_TO, PRECEDED_BY): which to write
+(pure), and writing them between memories still stored (service/graph/system_edges.py: none
+outlives a memory deleted while the worker planned or wrote it).
 """
 
 from __future__ import annotations
@@ -17,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from service.enrichment import plan
-from service.storage.edges import EdgeStore, edge_id
+from service.graph.system_edges import link_stored
+from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 
 
@@ -40,28 +33,12 @@ def plan_edges(subjects: Sequence[plan.Subject], committed: Mapping[str, plan.Su
     return EdgePlan(plan.stale_edges_query(rerun, rerun + repointed), written)
 
 
-def ends(edges: Sequence[dict]) -> list[str]:
-    return list(dict.fromkeys(x for e in edges for x in (e["source_id"], e["target_id"])))
-
-
-def between(edges: Sequence[dict], alive: set[str]) -> list[dict]:
-    """The edges both of whose ends are in `alive`."""
-    return [e for e in edges if e["source_id"] in alive and e["target_id"] in alive]
-
-
 def write_edges(memories: MemoryStore, edges: EdgeStore, bank: str, todo: EdgePlan, now: str) -> int:
-    """Replace the stale edges and write the new ones between memories still stored (see the module
-    docstring); returns how many edges were taken back after the write. A failed edge raises."""
+    """Replace the stale edges and write the new ones; returns how many were taken back after the
+    write (an end deleted meanwhile). A failed edge raises."""
     if todo.stale is not None:
         edges.delete_matching(bank, todo.stale)
-    written = between(todo.written, memories.existing(bank, ends(todo.written)))
-    if not written:
-        return 0
-    errors = edges.upsert_many(bank, written, now)
-    alive = memories.existing(bank, ends(written))  # before raising: the edges that did go in are checked too
-    orphans = [edge_id(e["source_id"], e["type"], e["target_id"]) for e in written if not between([e], alive)]
-    edges.delete_ids(orphans)
-    failed = [e for e in errors if e]
-    if failed:
-        raise RuntimeError(f"{len(failed)} enrichment edges failed: {failed[0]}")
-    return len(orphans)
+    outcome = link_stored(memories, edges, bank, todo.written, now)
+    if outcome.errors:
+        raise RuntimeError(f"{len(outcome.errors)} enrichment edges failed: {outcome.errors[0]}")
+    return outcome.taken_back

@@ -65,3 +65,28 @@ def test_a_full_dry_run_reports_exactly_what_the_run_then_does(make_client, os_c
     assert real["steps"]["decay"]["updated"] == steps["decay"]["would_update"]
     assert real["steps"]["creative"]["created"] == steps["creative"]["discovered"]
     assert real["steps"]["cluster"]["meta_memories_created"] == steps["cluster"]["would_create"]
+
+
+def test_a_memory_deleted_while_the_run_plans_gets_no_edge(make_client, os_client, monkeypatch):
+    """The bridge memory is deleted after creative and cluster planned edges to it, before they are
+    written: its DISCOVERED edges are not written (service/graph/system_edges.py)."""
+    api = make_client(write_refresh="true", consolidation_tick_seconds=0)
+    ids = corpus(api)
+    consolidator = api.app.state.consolidation.consolidator
+    planned = consolidator.forget
+
+    def delete_meanwhile(run):
+        assert any(ids["x"] in pair for pair in run.overlay.new_edges)  # planned: the bridge's links
+        assert api.delete(f"/memory/{ids['x']}").status_code == 200
+        return planned(run)
+
+    monkeypatch.setattr(consolidator, "forget", delete_meanwhile)
+    real = consolidate(api, "full", dry_run=False)
+    assert real["success"] is True
+    s = api.app.state.settings
+    os_client.indices.refresh(index=f"{s.index_prefix}-*")
+    alive = {h["_id"] for h in helpers.scan(os_client, index=s.memories_alias, query={"query": {"match_all": {}}}, _source=False)}
+    edges = [h["_source"] for h in helpers.scan(os_client, index=s.edges_alias, query={"query": {"match_all": {}}})]
+    assert [e for e in edges if e["source_id"] not in alive or e["target_id"] not in alive] == []
+    creative = real["steps"]["creative"]
+    assert creative["created"] == sum(e["type"] == "DISCOVERED" for e in edges) < creative["discovered"]
