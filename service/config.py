@@ -287,6 +287,10 @@ class Settings(BaseSettings):
         return f"{self.index_prefix}-banks"
 
     @property
+    def operations_alias(self) -> str:
+        return f"{self.index_prefix}-operations"
+
+    @property
     def protected_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
 

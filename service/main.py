@@ -16,6 +16,7 @@ from service.api.responses import SafeJSONResponse
 from service.api.automem import admin, associate, by_tag, consolidate, enrichment, graph, health, insights, memory, recall, stream
 from service.api.signet import routes as signet
 from service.api import hindsight
+from service.api.hindsight.operations import RetainOperations, bank_emitter
 from service.storage.banks import BankRegistry
 from service.graph.links import AssociationService
 from service.auth.tokens import TokenFileError, TokenRegistry
@@ -34,6 +35,7 @@ from service.storage.client import make_client
 from service.storage.edges import EdgeStore
 from service.storage.ledger import RecallLedger
 from service.storage.memories import MemoryStore
+from service.storage.operations import OperationStore
 from service.stream import EventBus
 from service.writes.writer import MemoryWriter
 
@@ -49,6 +51,7 @@ OPENAPI_TAGS = [
     {"name": "hindsight: recall", "description": "Hindsight's recall (spec 002) on the same store: /v1/default/banks/{bank_id}/..."},
     {"name": "hindsight: memories", "description": "Hindsight's retain, list, get, delete, tags; reflect answers 501"},
     {"name": "hindsight: banks", "description": "Banks: list, create, update, statistics, delete"},
+    {"name": "hindsight: operations", "description": "Async retains kept as operations: the status of one, the bank's list"},
 ]
 
 
@@ -119,11 +122,16 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.banks = BankRegistry(client, cfg)
         state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, state.writer, state.events.publish, banks=state.banks.all_banks)
         state.consolidation.start()
+        # Async retains answered before a stop or a crash, and not yet stored, are resumed first.
+        state.hindsight_operations = RetainOperations(OperationStore(client, cfg.operations_alias), state.writer, state.memories,
+                                                      bank_emitter(state.events, state.enrichment, state.observability))
+        state.hindsight_operations.start()
         redact_access_log()
         log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
         try:
             yield
         finally:
+            await anyio.to_thread.run_sync(state.hindsight_operations.stop)
             await anyio.to_thread.run_sync(state.enrichment.stop)
             state.consolidation.stop()
             await anyio.to_thread.run_sync(state.observability.stop)

@@ -72,10 +72,11 @@ class DeleteReport:
     edges_deleted: int = 0
     consolidation_records_deleted: int = 0
     recall_ledger_deleted: int = 0  # Signet's session dedupe documents
+    operations_deleted: int = 0  # Hindsight's async operations
     recall_log_deleted: int = 0  # RECALL_LOG_ENABLED documents (with the query text when it is logged)
     profile_deleted: bool = False
 
     @property
     def total(self) -> int:
         return (self.memories_deleted + self.edges_deleted + self.consolidation_records_deleted + self.recall_ledger_deleted
-                + self.recall_log_deleted + int(self.profile_deleted))
+                + self.operations_deleted + self.recall_log_deleted + int(self.profile_deleted))

@@ -15,6 +15,7 @@ from typing import Any
 
 from service.consolidation import queries as Q
 from service.consolidation.clusters import META_ID_PREFIX, Summary
+from service.graph.system_edges import link_stored
 from service.memory.models import MemoryCreate
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
@@ -80,6 +81,10 @@ class ConsolidationIO:
         hits = self.edges.search(Q.edges_among_body(bank, ids, EDGE_READ_CAP))["hits"]["hits"]
         return {frozenset((h["_source"]["source_id"], h["_source"]["target_id"])) for h in hits}
 
+    def edges_touching(self, bank: str, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(source, target) of every edge with an end in `ids` (at most EDGE_READ_CAP)."""
+        return [(e["source_id"], e["target_id"]) for e in self.edges.touching(bank, ids, None, size=EDGE_READ_CAP)] if ids else []
+
     def meta_ids(self, bank: str) -> list[str]:
         """Every MetaPattern the cluster pass wrote (ids with its prefix), in id order."""
         query = {"bool": {"filter": [{"term": {"bank": bank}}, {"term": {"type": "MetaPattern"}}, {"prefix": {"id": META_ID_PREFIX}}]}}
@@ -100,26 +105,27 @@ class ConsolidationIO:
         actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": doc} for mid, doc in changes.items()]
         errors = self.memories.bulk(bank, actions, "consolidation update", refresh="false")
         failed = [a["_id"] for a, err in zip(actions, errors) if err]
-        if failed:
-            log.warning("consolidation: %d of %d updates failed (first: %s)", len(failed), len(actions), next(e for e in errors if e))
+        broken = [err for err in errors if err and not err.missing]  # a memory deleted since the run read it is no failure
+        if broken:
+            log.warning("consolidation: %d of %d updates failed (first: %s)", len(broken), len(actions), broken[0])
         return failed
 
     def refresh(self) -> None:
         self.memories.refresh_now()
 
     def link(self, bank: str, edges: Sequence[dict[str, Any]], now: datetime) -> int:
-        """Upsert system edges; returns how many were written."""
+        """Upsert system edges between stored memories; returns how many were written."""
         if not edges:
             return 0
-        errors = self.edges.upsert_many(bank, edges, iso(now))
-        failed = [e for e in errors if e]
-        if failed:
-            log.warning("consolidation: %d of %d edges failed (first: %s)", len(failed), len(edges), failed[0])
-        return len(edges) - len(failed)
+        # Only between memories still stored: one may have been deleted since the run planned the edge.
+        outcome = link_stored(self.memories, self.edges, bank, edges, iso(now))
+        if outcome.errors:
+            log.warning("consolidation: %d of %d edges failed (first: %s)", len(outcome.errors), len(edges), outcome.errors[0])
+        return outcome.written
 
-    def put_summaries(self, bank: str, summaries: Sequence[Summary], now: datetime) -> int:
-        """Store MetaPattern memories (idempotent ids) through the writer's document builder."""
-        docs = []
+    def summary_docs(self, bank: str, summaries: Sequence[Summary], now: datetime) -> dict[str, dict]:
+        """The MetaPattern memories of `summaries` (idempotent ids), built by the writer's document builder."""
+        docs: dict[str, dict] = {}
         for s in summaries:
             req = MemoryCreate(
                 id=s.meta_id, content=s.content, type="MetaPattern", confidence=0.8, importance=s.importance,
@@ -134,7 +140,11 @@ class ConsolidationIO:
             # A summary is no turn of a thread (its shared tags may name a session): it neither gives
             # nor takes thread context.
             p.doc.update(thread_key=None, thread_at=None)
-            docs.append((p.memory_id, p.doc))
+            docs[p.memory_id] = p.doc
+        return docs
+
+    def put_docs(self, docs: Sequence[tuple[str, dict]]) -> int:
+        """Store built memories in one bulk request; returns how many were written."""
         errors = self.memories.bulk_put(docs, refresh="false")
         failed = [e for e in errors if e]
         if failed:

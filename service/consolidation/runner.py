@@ -3,8 +3,14 @@
 `full` runs decay, creative, cluster and forget in that order (AutoMem `consolidate`; its
 LLM-based `identity` step has no offline equivalent and is not run). The result keeps AutoMem's
 shape — {"mode", "dry_run", "started_at", "steps": {...}, "completed_at", "success"} — and adds
-`changes`: what changed, or with `dry_run` what would change. A dry run reads everything and
-writes nothing.
+`changes`: what changed, or with `dry_run` what would change.
+
+Every step of a run is planned first, on the store as it was when the run started, and only then
+(unless `dry_run`) are the plans written, step by step: a dry run is the real run's planning
+without its writes, so it reports exactly what the run would do on the same data. A later step
+sees an earlier one's plan through the run's overlay (overlay.py); creative and cluster select
+their memories by the relevance stored when the run started (decay's new scores count from the
+next run on).
 """
 
 from __future__ import annotations
@@ -15,13 +21,15 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
 from service.config import Settings
 from service.consolidation import clusters as C
 from service.consolidation import creative
 from service.consolidation import queries as Q
-from service.consolidation.engine import ConsolidationIO
+from service.consolidation.engine import SCAN_PAGE, ConsolidationIO
+from service.consolidation.overlay import Overlay
 from service.consolidation.relevance import DecayConfig, ForgetConfig, MemoryFacts, bucket, fate, relevance_score
 from service.errors import EngramError
 from service.clock.instants import iso, stored_datetime
@@ -79,6 +87,8 @@ class Run:
     dry_run: bool
     mode: str = "full"
     graph: Graph | None = None
+    overlay: Overlay = field(default_factory=Overlay)
+    writes: list[Callable[[], None]] = field(default_factory=list)  # each step's plan, written after all are planned
 
 
 class Consolidator:
@@ -101,11 +111,15 @@ class Consolidator:
         result: dict[str, Any] = {"mode": mode, "dry_run": dry_run, "started_at": iso(now), "steps": {}}
         run = Run(bank, now, dry_run, mode)
         try:
-            for step in steps_for(mode):
+            for step in steps_for(mode):  # plan every step: reads only
                 t = time.perf_counter()
                 stats = self.decay(run, decay_threshold) if step == "decay" else getattr(self, step)(run)
                 stats["elapsed_ms"] = round((time.perf_counter() - t) * 1000, 1)
                 result["steps"][step] = stats
+            if not dry_run:  # then write every plan, in step order (each fills in its step's written counts)
+                for write in run.writes:
+                    write()
+            for step, stats in result["steps"].items():
                 log.info("consolidation %s%s: %s", step, " (dry run)" if dry_run else "", _brief(step, stats))
             result["success"] = True
         except EngramError as exc:
@@ -123,9 +137,9 @@ class Consolidator:
             "distribution": {"high": 0, "medium": 0, "low": 0, "archive": 0}, "importance_threshold": threshold,
         }
         before = after = 0.0
+        changed: dict[str, dict] = {}
         for page in self.io.scan(Q.memories_query(run.bank, min_importance=threshold)):
             counts = self.io.relationship_counts(run.bank, [mid for mid, _ in page])
-            changed: dict[str, dict] = {}
             for mid, source in page:
                 f = facts_of(mid, source, counts.get(mid, 0))
                 new = round(relevance_score(f, run.now, self.decay_cfg), 6)
@@ -136,14 +150,21 @@ class Consolidator:
                 stats["distribution"][bucket(new)] += 1
                 if old is None or abs(new - old) >= RELEVANCE_EPSILON:
                     changed[mid] = {"relevance_score": new}
-            stats["would_update"] += len(changed)
-            if not run.dry_run:
-                stats["updated"] += len(changed) - len(self.io.update_memories(run.bank, changed))
+        stats["would_update"] = len(changed)
+        run.overlay.relevance = {mid: doc["relevance_score"] for mid, doc in changed.items()}
         if stats["processed"]:
             stats["avg_relevance_before"] = round(before / stats["processed"], 6)
             stats["avg_relevance_after"] = round(after / stats["processed"], 6)
-        if stats["updated"]:
-            self.io.refresh()
+
+        def write() -> None:
+            items = list(changed.items())
+            for start in range(0, len(items), SCAN_PAGE):
+                page = dict(items[start : start + SCAN_PAGE])
+                stats["updated"] += len(page) - len(self.io.update_memories(run.bank, page))
+            if stats["updated"]:
+                self.io.refresh()
+
+        run.writes.append(write)
         return stats
 
     # --- the neighbour graph ----------------------------------------------------------------
@@ -172,19 +193,21 @@ class Consolidator:
         linked = self.io.edges_among(run.bank, sorted(set(sample) | near))
         links = creative.discover(sample, neighbours, cluster_of, types, linked, self.band, limit=CREATIVE_LIMIT)
         found = [{**link.as_dict(), "discovered_at": iso(run.now)} for link in links]
-        created = 0
-        if not run.dry_run:
-            created = self.io.link(run.bank, [
-                {"source_id": link.memory1_id, "target_id": link.memory2_id, "type": Q.DISCOVERED, "strength": link.confidence,
-                 "properties": {"kind": link.kind, "confidence": link.confidence, "similarity": link.similarity,
-                                "origin": "consolidation", "discovered_at": iso(run.now)}}
-                for link in links
-            ], run.now)
-        return {"discovered": len(links), "created": created, "sample_size": len(sample), "sample_associations": found[: SAMPLES["creative"]]}
+        edges = [
+            {"source_id": link.memory1_id, "target_id": link.memory2_id, "type": Q.DISCOVERED, "strength": link.confidence,
+             "properties": {"kind": link.kind, "confidence": link.confidence, "similarity": link.similarity,
+                            "origin": "consolidation", "discovered_at": iso(run.now)}}
+            for link in links
+        ]
+        run.overlay.new_edges += [(e["source_id"], e["target_id"]) for e in edges]  # pairs with no edge yet (creative.discover)
+        stats = {"discovered": len(links), "created": 0, "sample_size": len(sample), "sample_associations": found[: SAMPLES["creative"]]}
+        run.writes.append(lambda: stats.update(created=self.io.link(run.bank, edges, run.now)))
+        return stats
 
     def _sample(self, ids: list[str], run: Run) -> list[str]:
         size = min(self.settings.consolidation_creative_sample_size, len(ids))
-        return random.Random(int(run.now.timestamp())).sample(ids, size) if size else []
+        # Seeded by the bank and the day: a dry run and the run after it sample the same memories.
+        return random.Random(f"{run.bank}|{run.now.date().isoformat()}").sample(ids, size) if size else []
 
     def _whole_graph(self, run: Run):
         """`full` builds the whole neighbour graph anyway (cluster needs it): exact clusters."""
@@ -226,19 +249,26 @@ class Consolidator:
             "meta_memories_removed": 0, "would_create": len(wanted - existing), "would_remove": len(stale),
             "sample_clusters": [_cluster_sample(s, run.now) for s in summaries[: SAMPLES["cluster"]]],
         }
-        if run.dry_run:
-            return stats
-        written = self.io.put_summaries(run.bank, summaries, run.now)
-        self.io.link(run.bank, [
-            {"source_id": s.meta_id, "target_id": m, "type": Q.SUMMARIZES, "strength": 1.0, "properties": {"origin": "consolidation"}}
-            for s in summaries for m in s.member_ids
-        ], run.now)
-        stats["meta_memories_removed"] = self.io.delete_memories(run.bank, stale)
+        docs = self.io.summary_docs(run.bank, summaries, run.now)
+        edges = [{"source_id": s.meta_id, "target_id": m, "type": Q.SUMMARIZES, "strength": 1.0, "properties": {"origin": "consolidation"}}
+                 for s in summaries for m in s.member_ids]
+        overlay = run.overlay
+        overlay.docs.update(docs)
+        overlay.new_edges += [(e["source_id"], e["target_id"]) for e in edges if e["source_id"] not in existing]  # a kept summary has its edges
+        overlay.removed.update(stale)
+        overlay.removed_edges += self.io.edges_touching(run.bank, stale)
         new = len(wanted - existing)
-        stats["meta_memories_created"] = min(new, written)
-        stats["meta_memories_updated"] = max(0, written - new)
-        if summaries or stale:
-            self.io.refresh()
+
+        def write() -> None:
+            written = self.io.put_docs(list(docs.items()))
+            self.io.link(run.bank, edges, run.now)
+            stats["meta_memories_removed"] = self.io.delete_memories(run.bank, stale)
+            stats["meta_memories_created"] = min(new, written)
+            stats["meta_memories_updated"] = max(0, written - new)
+            if summaries or stale:
+                self.io.refresh()
+
+        run.writes.append(write)
         return stats
 
     def _summarize(self, bank: str, group: list[str], g: Graph) -> C.Summary | None:
@@ -263,12 +293,13 @@ class Consolidator:
                     "reason": "CONSOLIDATION_ARCHIVE_THRESHOLD and CONSOLIDATION_DELETE_THRESHOLD are 0.0"}
         counts_by = {"archived": 0, "deleted": 0, "protected": 0}
         doomed: list[str] = []
-        for page in self.io.scan(Q.memories_query(run.bank)):
+        changed: dict[str, dict] = {}
+        delta = run.overlay.relationship_delta()
+        for page in run.overlay.pages(self.io.scan(Q.memories_query(run.bank))):
             counts = self.io.relationship_counts(run.bank, [mid for mid, _ in page])
-            changed: dict[str, dict] = {}
             for mid, source in page:
                 stats["examined"] += 1
-                f = facts_of(mid, source, counts.get(mid, 0))
+                f = facts_of(mid, run.overlay.stored_relevance(mid, source), counts.get(mid, 0) + delta.get(mid, 0))
                 score = round(relevance_score(f, run.now, self.decay_cfg), 6)
                 action, reason = fate(f, score, run.now, cfg)
                 entry = {"id": mid, "content_preview": (source.get("content") or "")[:50], "relevance": score, "type": source.get("type") or "Context"}
@@ -285,12 +316,16 @@ class Consolidator:
                     changed[mid] = {"archived": True, "relevance_score": score}
                 else:
                     doomed.append(mid)
-            if not run.dry_run:
-                self.io.update_memories(run.bank, changed)
-        if not run.dry_run:
+
+        def write() -> None:
+            items = list(changed.items())
+            for start in range(0, len(items), SCAN_PAGE):
+                self.io.update_memories(run.bank, dict(items[start : start + SCAN_PAGE]))
             self.io.delete_memories(run.bank, doomed)
             if counts_by["archived"]:
                 self.io.refresh()
+
+        run.writes.append(write)
         return {**stats, **{f"{k}_count": v for k, v in counts_by.items()}}
 
 

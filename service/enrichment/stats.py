@@ -27,6 +27,7 @@ class EnrichmentStats:
     entities: int = 0
     similar_edges: int = 0
     preceded_edges: int = 0
+    edges_taken_back: int = 0  # written, then an end was found deleted meanwhile: removed again
     busy_seconds: float = 0.0
     paced_seconds: float = 0.0  # rests while clients were served (ENRICHMENT_DUTY_WHILE_SERVING)
 

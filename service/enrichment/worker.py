@@ -26,6 +26,7 @@ from typing import Any
 
 from service.config import Settings
 from service.enrichment import plan
+from service.enrichment.edges import plan_edges, write_edges
 from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
 from service.enrichment.jobs import Job, JobQueue
 from service.enrichment.outage import Outage
@@ -342,18 +343,10 @@ class EnrichmentWorker:
     def _write_edges(self, bank: str, subjects, committed, similar, links, repoint) -> None:
         if not committed:
             return
-        rerun = [s.id for s in committed.values() if s.enrichment.get("enriched_at")]
-        valid = set(committed) | {m for pair in links for m in pair if m not in {s.id for s in subjects}}
-        keep_links = [(a, b) for a, b in links if a in valid and b in valid]
-        repointed = [r for r in repoint if any(a == r for a, _ in keep_links)]
-        stale = plan.stale_edges_query(rerun, rerun + repointed)
-        if stale is not None:
-            self.edges.delete_matching(bank, stale)
-        written = [e for mid in committed for e in similar.get(mid, ())] + plan.preceded_edges(keep_links)
-        errors = self.edges.upsert_many(bank, written, _now())
-        failed = [e for e in errors if e]
-        if failed:
-            raise RuntimeError(f"{len(failed)} enrichment edges failed: {failed[0]}")
+        taken_back = write_edges(self.memories, self.edges, bank, plan_edges(subjects, committed, similar, links, repoint), _now())
+        if taken_back:
+            with self._lock:
+                self.stats.edges_taken_back += taken_back
 
     def _note_seen(self, subject: plan.Subject) -> None:
         """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every

@@ -41,6 +41,7 @@ class BankRegistry:
         self.edges = settings.edges_alias
         self.consolidation = settings.consolidation_alias
         self.ledger = settings.recall_ledger_alias
+        self.operations = settings.operations_alias
         self.recall_log = settings.recall_log_alias  # exists only while (or since) RECALL_LOG_ENABLED was on
 
     # --- profiles -----------------------------------------------------------------------------
@@ -153,7 +154,7 @@ class BankRegistry:
         report = DeleteReport(bank)
         query = {"query": BQ.bank_term(bank)}
         held = (("memories_deleted", self.memories), ("edges_deleted", self.edges), ("consolidation_records_deleted", self.consolidation),
-                ("recall_ledger_deleted", self.ledger), ("recall_log_deleted", self.recall_log))
+                ("recall_ledger_deleted", self.ledger), ("recall_log_deleted", self.recall_log), ("operations_deleted", self.operations))
         for name, index in held:
             deleted = 0
             with engine_errors(f"delete bank {name.removesuffix('_deleted').replace('_', ' ')}", write=True):

@@ -119,7 +119,7 @@ def ensure_index(
 
 
 def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, embedder: Any = None) -> None:
-    """The indices (memories, edges, consolidation history, bank profiles, the recall ledger, the recall log when enabled), current. `embedder` lets a change of vector size re-embed the memories (without
+    """The indices (memories, edges, consolidation history, bank profiles, the recall ledger, Hindsight's operations, the recall log when enabled), current. `embedder` lets a change of vector size re-embed the memories (without
     one such a change is refused, as nothing could fill the new vectors)."""
     memories = ensure_index(
         client, settings.memories_alias, "memories", render_template("memories", settings, dimension=dimension),
@@ -131,6 +131,7 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
         ensure_index(client, settings.recall_log_alias, "recall-log", render_template("recall-log", settings))
     ensure_index(client, settings.recall_ledger_alias, "recall_ledger", render_template("recall_ledger", settings))
     ensure_index(client, settings.banks_alias, "banks", render_template("banks", settings))
+    ensure_index(client, settings.operations_alias, "operations", render_template("operations", settings))
     stored = migrations.state_of(client, settings.memories_alias, memories).dimension
     if stored != dimension:
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")

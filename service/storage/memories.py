@@ -6,7 +6,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from opensearchpy import OpenSearch
@@ -36,6 +36,8 @@ CONFLICT_ATTEMPTS = 6
 # lost up to 6 races in a row. Only a writer that loses every attempt gets a 409.
 RMW_ATTEMPTS = 12
 RMW_MAX_PAUSE_S = 0.2
+# Page size when collecting ids (DELETE /memory/by-tag); the engine's default result window is 10,000.
+ID_PAGE = 1000
 # Striped per-memory locks of read_modify_write (a lock per memory would grow without bound).
 _RMW_LOCKS = tuple(threading.Lock() for _ in range(256))
 
@@ -337,18 +339,23 @@ class MemoryStore:
         return [(h["_id"], h["_source"]) for h in resp["hits"]["hits"]], int(resp["hits"]["total"]["value"])
 
     def ids_matching(self, query: dict) -> list[str]:
-        """Every id matching `query`, paged with search_after (no 10,000 result window)."""
-        out: list[str] = []
+        """Every id matching `query` (see id_pages)."""
+        return [mid for page in self.id_pages(query) for mid in page]
+
+    def id_pages(self, query: dict, size: int = ID_PAGE) -> Iterator[list[str]]:
+        """The ids matching `query` in pages of `size` (at most the 10,000 result window), id order,
+        paged with search_after: a caller may delete each page before asking for the next."""
         after = None
         while True:
-            body: dict = {"query": query, "size": ID_PAGE, "sort": [{"id": "asc"}], "_source": False, "track_total_hits": False}
+            body: dict = {"query": query, "size": size, "sort": [{"id": "asc"}], "_source": False, "track_total_hits": False}
             if after is not None:
                 body["search_after"] = after
             with engine_errors("list memories"):
                 hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-            out += [h["_id"] for h in hits]
-            if len(hits) < ID_PAGE:
-                return out
+            if hits:
+                yield [h["_id"] for h in hits]
+            if len(hits) < size:
+                return
             after = hits[-1]["sort"]
 
     def delete_ids(self, ids: Sequence[str]) -> int:
@@ -357,8 +364,6 @@ class MemoryStore:
         return deleted_count(self.client, actions, what="delete memories", refresh=True) if actions else 0
 
 
-# Page size when collecting ids (DELETE /memory/by-tag); the engine's default result window is 10,000.
-ID_PAGE = 1000
 # Ids per `terms` query: index.max_terms_count is 65,536; painless `contains` on the list is linear.
 TERMS_CHUNK = 10_000
 

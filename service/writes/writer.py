@@ -31,6 +31,8 @@ from service.clock.terms import memory_date_terms
 from service.clock.instants import iso, iso_or_none, stored_datetime, utcnow
 from service.memory.limits import check_metadata, check_tags, check_text, check_vector
 
+# DELETE /memory/by-tag works through the matches this many ids at a time (see delete_by_tags).
+DELETE_CHUNK = 5_000
 # POST /memory `supersedes`: EVOLVED_INTO unless `supersede_type` says INVALIDATED_BY; the
 # client states the replacement outright, so the edge is at full strength.
 DEFAULT_SUPERSEDE_TYPE = "EVOLVED_INTO"
@@ -310,21 +312,30 @@ class MemoryWriter:
         self.forget_graph(bank, [memory_id])
 
     def delete_by_tags(self, bank: str, tags: list[str]) -> DeleteReport:
-        """DELETE /memory/by-tag: the memories, their edges and the supersession state they caused."""
-        ids = self.store.ids_matching(by_tags_query(bank, tags))
-        report = DeleteReport(matched=len(ids), deleted=self.store.delete_ids(ids))
-        report.edges_deleted, report.supersessions_cleared = self.forget_graph(bank, ids)
+        """DELETE /memory/by-tag: the memories, their edges and the supersession state they caused, in
+        chunks of DELETE_CHUNK ids (search_after pages), each chunk deleted and swept before the next
+        is read: memory and request sizes stay bounded at any count (every per-chunk query stays
+        far below the engine's terms and body limits)."""
+        report = DeleteReport(matched=0, deleted=0)
+        for chunk in self.store.id_pages(by_tags_query(bank, tags), DELETE_CHUNK):
+            report.matched += len(chunk)
+            report.deleted += self.store.delete_ids(chunk)
+            edges, cleared = self.forget_graph(bank, chunk)
+            report.edges_deleted += edges
+            report.supersessions_cleared += cleared
         return report
 
     def forget_graph(self, bank: str, ids: list[str]) -> tuple[int, int]:
         """Edges live in the edges index only: a deleted memory takes its edges along, and memories it
-        superseded become current again (their only reason to be suppressed is gone).
+        superseded become current again (their only reason to be suppressed is gone); then the thread
+        context taken from it (a ranking aid, so last).
         Returns (edges deleted, memories whose supersession was cleared)."""
         if not ids:
             return 0, 0
         edges = self.edges.delete_touching(bank, ids)
+        cleared = self.store.clear_supersessions(bank, ids)
         self.threads.forget(bank, ids)
-        return edges, self.store.clear_supersessions(bank, ids)
+        return edges, cleared
 
 
 def patch_changes(

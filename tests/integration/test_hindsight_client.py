@@ -91,3 +91,21 @@ def test_get_version(client):
     assert got.api_version == "1.1.0"
     flags = got.features
     assert (flags.worker, flags.mcp, flags.bank_llm_health, flags.store_document_text) == (False, False, False, True)
+
+
+def test_async_retain_and_its_operation_through_the_client(client):
+    """retain_async=True answers with an operation id; the client's operations API reads its status and the list."""
+    import time
+
+    from hindsight_client.hindsight_client import _run_async
+
+    done = client.retain_batch("ops", [{"content": "Dana owns the release train"}, {"content": "Releases ship on Thursdays"}], retain_async=True)
+    assert (done.success, done.var_async, done.items_count) == (True, True, 2) and done.operation_id
+    deadline = time.monotonic() + 60
+    while (status := _run_async(client.operations.get_operation_status("ops", done.operation_id))).status not in ("completed", "failed"):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+    assert (status.operation_id, status.status, status.result_metadata["memories_count"]) == (done.operation_id, "completed", 2)
+    listed = _run_async(client.operations.list_operations("ops", status="completed", limit=10))
+    assert (listed.bank_id, listed.total, [o.id for o in listed.operations]) == ("ops", 1, [done.operation_id])
+    assert listed.operations[0].task_type == "retain" and listed.operations[0].items_count == 2

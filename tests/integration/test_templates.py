@@ -66,9 +66,9 @@ def test_drop_prefix_leaves_no_index_or_template_of_the_prefix(engine_url, os_cl
         return indices, templates
 
     before = stored(prefix)
-    assert len(before[0]) == len(before[1]) == 6, before  # memories, edges, consolidation, recall log and ledger, banks
+    assert len(before[0]) == len(before[1]) == 7, before  # memories, edges, consolidation, recall log and ledger, banks, operations
     drop_prefix(os_client, prefix)
     assert stored(prefix) == (set(), set())
-    assert all(len(kind) == 6 for kind in stored(neighbour))
+    assert all(len(kind) == 7 for kind in stored(neighbour))
     drop_prefix(os_client, neighbour)
     drop_prefix(os_client, prefix)  # nothing left: still no error

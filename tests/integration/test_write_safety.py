@@ -4,11 +4,12 @@ delete-by-tag works at any size."""
 from __future__ import annotations
 
 import threading
+import uuid
 
 import pytest
 from opensearchpy import helpers
 
-from tests.integration.support import assert_error, fast_api, link, mem
+from tests.integration.support import assert_error, fast_api, ids as result_ids, link, mem, recall
 
 pytestmark = pytest.mark.own_app('counts over the whole store and fixed ids')
 
@@ -115,26 +116,32 @@ def test_concurrent_patches_of_tags_and_metadata_both_survive(api):
 
 # --- 7. delete-by-tag beyond the terms limit ---------------------------------------------------------
 def test_delete_by_tag_beyond_65536_memories(api, os_client):
-    """The supersessions of 70,000 deleted memories are cleared in chunks (one `terms` query over all of
-    them was refused by the engine after the memories were gone)."""
+    """70,000 memories with the ids clients get (uuid4): deleted in bounded chunks, each chunk with its
+    edges and the supersessions it caused. Before, the thread-context sweep sent every deleted id in
+    each of its 70 queries (~190 MB) and the engine answered 413 after the memories were gone, leaving
+    the untagged survivor superseded by a deleted memory (so current-state recall hid it)."""
     alias = api.app.state.settings.memories_alias
     n = 70_000
+    ids = [str(uuid.uuid4()) for _ in range(n)]
     docs = (
-        {"_index": alias, "_id": f"bulk-{i}", "_source": {
-            "id": f"bulk-{i}", "bank": "default", "content": f"bulk memory {i}", "tags": ["bulk"], "tags_norm": ["bulk"],
+        {"_index": alias, "_id": mid, "_source": {
+            "id": mid, "bank": "default", "content": f"bulk memory {i}", "tags": ["bulk"], "tags_norm": ["bulk"],
             "tag_prefixes": ["bulk"], "type": "Context", "importance": 0.5, "timestamp": "2026-01-01T00:00:00+00:00",
         }}
-        for i in range(n)
+        for i, mid in enumerate(ids)
     )
     helpers.bulk(os_client, docs, chunk_size=5000, refresh=True)
-    survivor = mem(api, "superseded by a bulk memory")
-    link(api, survivor, f"bulk-{n - 1}", "EVOLVED_INTO")
+    survivor = mem(api, "the survivor: superseded by a bulk memory")
+    link(api, survivor, ids[-1], "EVOLVED_INTO")
+    link(api, ids[0], ids[1], "RELATES_TO")
+    assert survivor not in result_ids(recall(api, query="survivor superseded"))  # superseded: hidden from current state
     resp = api.delete("/memory/by-tag", params={"tags": "bulk"})
     assert resp.status_code == 200, resp.text
     body = resp.json()
-    assert (body["deleted_count"], body["matched_count"], body["edges_deleted"], body["supersessions_cleared"]) == (n, n, 1, 1)
+    assert (body["deleted_count"], body["matched_count"], body["edges_deleted"], body["supersessions_cleared"]) == (n, n, 2, 1)
     assert api.get("/health").json()["memory_count"] == 1
     assert "superseded_by" not in api.get(f"/memory/{survivor}").json()["memory"]
+    assert result_ids(recall(api, query="survivor superseded")) == [survivor]
 
 
 def test_patch_replaces_nested_metadata(api):

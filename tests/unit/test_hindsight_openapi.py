@@ -12,6 +12,7 @@ ROUTES = {
     ("post", "/v1/default/banks/{bank_id}/reflect"), ("get", "/v1/default/banks"), ("get", "/v1/default/banks/{bank_id}"),
     ("put", "/v1/default/banks/{bank_id}"), ("patch", "/v1/default/banks/{bank_id}"), ("delete", "/v1/default/banks/{bank_id}"),
     ("get", "/v1/default/banks/{bank_id}/stats"), ("get", "/v1/default/banks/{bank_id}/profile"),
+    ("get", "/v1/default/banks/{bank_id}/operations"), ("get", "/v1/default/banks/{bank_id}/operations/{operation_id}"),
 }
 
 

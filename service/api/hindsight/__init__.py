@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.api.hindsight import routes_banks, routes_memories, routes_recall, routes_version
+from service.api.hindsight import routes_banks, routes_memories, routes_operations, routes_recall, routes_version
 
 router = APIRouter()
 router.include_router(routes_recall.router)  # .../memories/recall before .../memories/{memory_id}
 router.include_router(routes_memories.router)
 router.include_router(routes_banks.router)
+router.include_router(routes_operations.router)
 router.include_router(routes_version.router)

@@ -1,5 +1,5 @@
 """Dependencies of Hindsight's routes: the bank named in the path, checked against the token (the one
-bank scope, service/api/scope.py); the bank registry; the token counter (made once per app, on first use: it loads the model's tokenizer)."""
+bank scope, service/api/scope.py); the bank registry; the async operations; the token counter (made once per app, on first use: it loads the model's tokenizer)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from service.api.deps import RegistryDep
+from service.api.hindsight.operations import RetainOperations
 from service.api.hindsight.tokens import TokenCounter
 from service.api.scope import CallerScope, PathReadScope, PathWriteScope
 
@@ -26,4 +27,11 @@ def _tokens(request: Request) -> TokenCounter:
 
 TokensDep = Annotated[TokenCounter, Depends(_tokens)]
 
-__all__ = ["CallerDep", "ReadBank", "RegistryDep", "TokensDep", "WriteBank"]
+
+def _operations(request: Request) -> RetainOperations:
+    return request.app.state.hindsight_operations
+
+
+OperationsDep = Annotated[RetainOperations, Depends(_operations)]
+
+__all__ = ["CallerDep", "OperationsDep", "ReadBank", "RegistryDep", "TokensDep", "WriteBank"]

@@ -289,4 +289,5 @@ class BankDeleteResponse(DeleteResponse):
     consolidation_records_deleted: int
     recall_ledger_deleted: int = Field(0, description="Signet session dedupe documents of the bank")
     recall_log_deleted: int = Field(0, description="Recall log documents of the bank (RECALL_LOG_ENABLED)")
+    operations_deleted: int = Field(0, description="Async operations of the bank (async retains)")
     profile_deleted: bool

@@ -87,14 +87,14 @@ def bank_stats(scope: ReadBank, registry: RegistryDep) -> dict:
 
 @router.delete(f"{BANKS}/{{bank_id}}", response_model=BankDeleteResponse, summary="Delete memory bank", operation_id="delete_bank")
 def delete_bank(scope: WriteBank, registry: RegistryDep) -> dict:
-    """The bank's memories, edges, consolidation history, session ledger, recall log and profile; the counts are reported."""
+    """The bank's memories, edges, consolidation history, session ledger, recall log, operations and profile; the counts are reported."""
     report = registry.delete(scope.bank)
     return {
         "success": True, "deleted_count": report.total,
         "message": (f"Bank '{scope.bank}' deleted: {report.memories_deleted} memories, {report.edges_deleted} edges, "
                     f"{report.consolidation_records_deleted} consolidation records, {report.recall_ledger_deleted} session ledgers, "
-                    f"{report.recall_log_deleted} recall log entries" + (", its profile" if report.profile_deleted else "")),
+                    f"{report.recall_log_deleted} recall log entries, {report.operations_deleted} operations" + (", its profile" if report.profile_deleted else "")),
         "memories_deleted": report.memories_deleted, "edges_deleted": report.edges_deleted,
         "consolidation_records_deleted": report.consolidation_records_deleted, "recall_ledger_deleted": report.recall_ledger_deleted,
-        "recall_log_deleted": report.recall_log_deleted, "profile_deleted": report.profile_deleted,
+        "recall_log_deleted": report.recall_log_deleted, "operations_deleted": report.operations_deleted, "profile_deleted": report.profile_deleted,
     }

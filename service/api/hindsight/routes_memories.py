@@ -3,30 +3,27 @@ language model). Writes go through the MemoryWriter (validation, ids, the EmitDe
 
 from __future__ import annotations
 
-import logging
 import uuid
 from typing import Literal
 
-from fastapi import APIRouter, BackgroundTasks, Query
+from fastapi import APIRouter, Query
 
 from service.api.hindsight import queries as HQ
 from service.api.hindsight import retain as R
 from service.api.hindsight import views
 from service.api.deps import SettingsDep, StoreDep, WriterDep
-from service.api.hindsight.deps import ReadBank, RegistryDep, WriteBank
+from service.api.hindsight.deps import OperationsDep, ReadBank, RegistryDep, WriteBank
+from service.api.hindsight.operations import store_retained
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightError, HindsightRoute
 from service.api.hindsight.models import DeleteResponse, RetainBody, RetainResponse, TagsMatch
 from service.storage.bank_queries import bank_tags_page
-from service.errors import BadRequest, EngineUnavailable, NotFound
+from service.errors import BadRequest, NotFound
 from service.memory.models import valid_id
-from service.stream.emit import EmitDep, Emitter
+from service.stream.emit import EmitDep
 from service.clock.instants import instant_param, utcnow
 from service.memory.limits import check_text
-from service.storage.memories import MemoryStore
-from service.writes.writer import MemoryWriter
 
 router = APIRouter(route_class=HindsightRoute, tags=["hindsight: memories"], responses=HINDSIGHT_ERRORS)
-log = logging.getLogger("engram.hindsight")
 BANK = "/v1/default/banks/{bank_id}"
 # GET .../memories/list pages through the engine's result window (index.max_result_window).
 MAX_WINDOW = 10_000
@@ -49,37 +46,20 @@ def _check_item_strings(body: RetainBody) -> None:
                 check_text(entity.type, f"{where}entities[{j}].type")
 
 
-def _store_retained(writer: MemoryWriter, store: MemoryStore, bank: str, body: RetainBody, plan: R.Plan, emit: Emitter) -> list[str]:
-    """Write the planned memories in one batch, then delete the chunks replaced documents no longer
-    have (through the writer, one by one: a replaced document rarely loses many). Returns the stored ids."""
-    prepared, errors = writer.create_batch(bank, plan.memories)
-    emit.stored_batch(prepared, errors)
-    failed = [(i, e) for i, e in enumerate(errors) if e]
-    if failed:
-        i, reason = failed[0]
-        raise EngineUnavailable(f"{len(failed)} of {len(prepared)} memories were not stored (first: memory {i}: {reason}); retrying the same request is safe")
-    for doc, ids in R.replaced_documents(plan, body).items():
-        for stale in store.ids_matching(R.stale_chunks_query(bank, doc, ids)):
-            try:
-                writer.delete(bank, stale)  # with its edges and the supersessions it caused
-            except NotFound:
-                continue  # deleted meanwhile
-            emit.deleted(stale)
-    return [p.memory_id for p in prepared]
-
-
 @router.post(f"{BANK}/memories", response_model=RetainResponse, response_model_exclude_none=True, summary="Retain memories", operation_id="retain_memories")
 def retain(body: RetainBody, scope: WriteBank, registry: RegistryDep, writer: WriterDep, store: StoreDep, settings: SettingsDep,
-           emit: EmitDep, background: BackgroundTasks) -> dict:
+           emit: EmitDep, operations: OperationsDep) -> dict:
     """Each item is stored as given (long ones in chunks), classified world / experience by rules;
-    with `async: true` the answer comes at once and the memories are stored right after it."""
+    with `async: true` the request is kept as an operation (GET .../operations/{operation_id}), the
+    answer comes once it is stored, and the memories are stored right after."""
     _check_item_strings(body)
     profile = registry.profile(scope.bank)
     chunk_chars = (profile.setting("retain_chunk_size") if profile else None) or settings.hindsight_retain_chunk_chars
     appended = R.append_documents(body)
     next_index = R.parse_max_chunk(store.search(R.max_chunk_body(scope.bank, appended))) if appended else {}
     operation_id = body.operation_id or str(uuid.uuid4())
-    plan = R.plan_retain(body.model_copy(update={"operation_id": operation_id}), scope.bank, chunk_chars, next_index)
+    plan_body = body.model_copy(update={"operation_id": operation_id})
+    plan = R.plan_retain(plan_body, scope.bank, chunk_chars, next_index)
     if len(plan.memories) > MAX_RETAINED:
         raise BadRequest(f"this request makes {len(plan.memories)} memories ({chunk_chars}-character chunks); at most {MAX_RETAINED} per request: split it")
     for i, memory in enumerate(plan.memories):  # every item checked before anything is written
@@ -87,15 +67,10 @@ def retain(body: RetainBody, scope: WriteBank, registry: RegistryDep, writer: Wr
     if plan.memories and profile is None:
         registry.ensure(scope.bank, utcnow())  # the first write registers the bank
     if body.async_:
-        def run() -> None:
-            try:
-                _store_retained(writer, store, scope.bank, body, plan, emit)
-            except Exception:  # noqa: BLE001 - the client was answered already; the log says what failed
-                log.exception("async retain %s into bank %s failed", operation_id, scope.bank)
-
-        background.add_task(run)
+        # Stored in the engine before the answer: a crash after it loses nothing (resumed at start-up).
+        operations.submit(scope.bank, operation_id, plan_body, chunk_chars, next_index, len(plan.memories))
         return {"success": True, "bank_id": scope.bank, "items_count": len(body.items), "async": True, "operation_id": operation_id}
-    ids = _store_retained(writer, store, scope.bank, body, plan, emit) if plan.memories else []
+    ids = store_retained(writer, store, scope.bank, body, plan, emit) if plan.memories else []
     return {"success": True, "bank_id": scope.bank, "items_count": len(body.items), "async": False, "memory_ids": ids}
 
 
