@@ -9,7 +9,7 @@ write them and scripts/restore_from_backup.py reads them. We add `manifest.json`
 of each member, model, vector size, bank); AutoMem's restore ignores it.
 
 Node properties are what FalkorDB can hold: strings, numbers, booleans and lists of them, so
-`metadata` is a JSON string as AutoMem stores it, and so are our `supersessions`. Relationship
+`metadata` is a JSON string as AutoMem stores it, and so are our `supersessions` and `curation`. Relationship
 ends are the nodes' integer ids, which map to `nodes[].properties.id` (the memory id).
 """
 
@@ -126,6 +126,8 @@ def memory_record(props: Mapping[str, Any], fields: frozenset[str], payload: Map
             record["tags"] = [str(t) for t in tags or [] if t]
         elif key == "supersessions":
             record["supersessions"] = _decoded(value, list)
+        elif key == "curation":  # Hindsight's curation record (service/api/hindsight/curation.py), a JSON string in the node
+            record["curation"] = _decoded(value, dict)
         elif key == "id" or key in fields:
             record[key] = value
         else:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse
 
-from service.memory.index_only import RANKING_FIELDS
+from service.memory.index_only import CURATION_FIELDS, RANKING_FIELDS
 from service.memory.limits import INT_MAX, INT_MIN
 
 log = logging.getLogger("engram.responses")
@@ -59,8 +59,8 @@ def dumps(content: Any) -> bytes:
 
 
 # Stored fields no client sees: the vector, the bank (implied by the request), derived index fields
-# and the ranking aids (service/memory/index_only.py).
-HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms", *RANKING_FIELDS)
+# the ranking aids and Hindsight's curation record (service/memory/index_only.py).
+HIDDEN = ("embedding", "bank", "tags_norm", "metadata_terms", *RANKING_FIELDS, *CURATION_FIELDS)
 
 
 def public_memory(memory_id: str, source: dict) -> dict:

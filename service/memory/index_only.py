@@ -15,3 +15,6 @@ THREAD_FIELDS: tuple[str, ...] = ("thread_key", "thread_at", "thread_seq", "thre
 # The dates a memory speaks of and was written on (service/clock/terms.py).
 DATE_FIELDS: tuple[str, ...] = ("date_terms",)
 RANKING_FIELDS: tuple[str, ...] = (*THREAD_FIELDS, *DATE_FIELDS)
+# Not a ranking aid, and hidden the same way: Hindsight's curation record of a memory (its revisions,
+# service/api/hindsight/curation.py), which only Hindsight's views read.
+CURATION_FIELDS: tuple[str, ...] = ("curation",)

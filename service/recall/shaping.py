@@ -8,7 +8,7 @@ from typing import Any
 
 from scoring.context import ContextProfile
 from scoring.rerank import ScoredCandidate
-from service.memory.index_only import RANKING_FIELDS
+from service.memory.index_only import CURATION_FIELDS, RANKING_FIELDS
 from service.recall.request import RecallRequest
 from service.clock.instants import iso
 
@@ -27,7 +27,7 @@ def _round(value: Any) -> Any:
 
 # Stored fields never returned, even in detail (vectors; the derived lookup fields; the ranking aids
 # scoring read from the same _source).
-HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms", *RANKING_FIELDS)
+HIDDEN_FIELDS = ("embedding", "tags_norm", "metadata_terms", *RANKING_FIELDS, *CURATION_FIELDS)
 
 
 def retrieval_detail(s: ScoredCandidate, arms: Sequence[str]) -> dict:
