@@ -55,6 +55,8 @@ CHECKS = (
 SCHEMA_CHECKS = ("positive_data_acceptance", "negative_data_rejection")
 ERROR_KEYS = {"status", "code", "message"}
 HINDSIGHT_PATHS = ("/v1/",)
+# Signet's routes (service/api/signet/): its {"error": "..."} beside the service's keys.
+SIGNET_PATHS = ("/api/memory/", "/api/hooks/", "/memory/search", "/memory/similar")
 STATEFUL_STEPS = 10  # requests per stateful sequence at most
 
 
@@ -76,7 +78,7 @@ def error_shape(ctx, response, case) -> None:
     """Every error answer is exactly {"status": "error", "code": <the HTTP status>, "message": "..."}.
     Hindsight's routes (HINDSIGHT_PATHS) answer in Hindsight's shapes, as its clients read them:
     FastAPI's 422 {"detail": [...]} for invalid input, and the service's error with `detail`
-    (= `message`) added for everything else."""
+    (= `message`) added for everything else; Signet's (SIGNET_PATHS) add `error` (= `message`)."""
     if response.status_code < 400:
         return None
     try:
@@ -93,6 +95,10 @@ def error_shape(ctx, response, case) -> None:
         if body.get("detail", body.get("message")) != body.get("message"):  # 405s come from the app, without it
             raise AssertionError(f"{response.status_code} body's detail is not its message: {str(body)[:300]}")
         body = {k: v for k, v in body.items() if k != "detail"}
+    if case.operation.path.startswith(SIGNET_PATHS) and isinstance(body, dict):
+        if body.get("error", body.get("message")) != body.get("message"):  # 405s come from the app, without it
+            raise AssertionError(f"{response.status_code} body's error is not its message: {str(body)[:300]}")
+        body = {k: v for k, v in body.items() if k != "error"}
     if isinstance(body, dict) and response.status_code >= 500:  # a 5xx names its request id too
         body = {k: v for k, v in body.items() if k != "request_id"}
     if not isinstance(body, dict) or set(body) != ERROR_KEYS:

@@ -10,7 +10,7 @@ of each member, model, vector size, bank); AutoMem's restore ignores it.
 
 Node properties are what FalkorDB can hold: strings, numbers, booleans and lists of them, so every
 structured field of service/memory/codec.py (`metadata`, as AutoMem stores it, and our
-`supersessions` and `enrichment`) is a JSON string, decoded on the way back by the same table.
+`supersessions`, `enrichment` and Hindsight's `curation`) is a JSON string, decoded on the way back by the same table.
 Relationship ends are the nodes' integer ids, which map to `nodes[].properties.id` (the memory id).
 """
 

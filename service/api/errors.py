@@ -25,7 +25,8 @@ def error_body(code: int, message: str, **extra) -> dict:
     return body
 
 
-def _describe_validation(exc: RequestValidationError) -> str:
+def describe_validation(exc: RequestValidationError) -> str:
+    """FastAPI's validation errors as one sentence naming each field."""
     parts = []
     for err in exc.errors():
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
@@ -44,7 +45,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(error_body(400, _describe_validation(exc)), status_code=400)
+        return JSONResponse(error_body(400, describe_validation(exc)), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

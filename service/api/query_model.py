@@ -32,6 +32,7 @@ class QueryModel(BaseModel):
     plain_list_fields: ClassVar[tuple[str, ...]] = ()  # repeated only (values may hold commas)
     vector_fields: ClassVar[tuple[str, ...]] = ()
     choice_fields: ClassVar[tuple[str, ...]] = ()
+    read_elsewhere: ClassVar[tuple[str, ...]] = ()  # parameters another dependency reads (Signet's `scope`): not unknown
 
     _unknown: list[str] = PrivateAttr(default_factory=list)
 
@@ -70,7 +71,7 @@ class QueryModel(BaseModel):
     @model_validator(mode="after")
     def _collect_unknown(self):
         extra = self.__pydantic_extra__ or {}
-        self._unknown = sorted(k for k in extra if k not in AUTH_PARAMETERS)
+        self._unknown = sorted(k for k in extra if k not in AUTH_PARAMETERS and k not in self.read_elsewhere)
         extra.clear()
         return self
 

@@ -134,4 +134,5 @@ AdminBodyScope = Annotated[BankScope, Depends(bank_scope(ADMIN, admin_body, requ
 PathReadScope = Annotated[BankScope, Depends(bank_scope(RECALL, hindsight_path))]
 PathWriteScope = Annotated[BankScope, Depends(bank_scope(REMEMBER, hindsight_path))]
 SignetReadScope = Annotated[BankScope, Depends(bank_scope(RECALL, signet_scope))]
+SignetWriteScope = Annotated[BankScope, Depends(bank_scope(REMEMBER, signet_scope))]
 CallerScope = Annotated[Principal, Depends(caller_scope(RECALL))]

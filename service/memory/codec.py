@@ -19,6 +19,8 @@ Kinds:
 - index_only: ranking aids recall reads from _source (thread context, date terms): never shown. The
               thread's own order and context travel (the importer keeps them and links no
               threads); the keys the write path rebuilds do not.
+- private:    a surface's own record of a memory (Hindsight's `curation`: its revisions, read by
+              Hindsight's views alone): never shown by the generic views; travels as a structure.
 
 Derived tags: the `entity:...` tags enrichment adds are recorded in `enrichment.derived_tags`;
 `caller_tags` is the memory's tags without them — Hindsight's and Signet's `tags`. AutoMem's view
@@ -43,6 +45,7 @@ class Kind(str, Enum):
     DERIVED = "derived"
     HIDDEN = "hidden"
     INDEX_ONLY = "index_only"
+    PRIVATE = "private"
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ FIELDS: dict[str, Field] = {
     "thread_prev": Field(Kind.INDEX_ONLY, True),
     "thread_context": Field(Kind.INDEX_ONLY, True),
     "date_terms": Field(Kind.INDEX_ONLY, False),
+    "curation": Field(Kind.PRIVATE, True, dict),  # service/api/hindsight/curation.py
 }
 
 
@@ -167,7 +171,7 @@ def portable(source: Mapping[str, Any]) -> dict[str, Any]:
 def encode_node(value: Any, name: str) -> Any:
     """A portable value as a FalkorDB node property: structures as JSON strings (in their stored key
     order: what is derived from it in that order, metadata_terms, comes back the same), the rest as is."""
-    if field_of(name, value).kind is Kind.STRUCTURED or not _primitive(value):
+    if field_of(name, value).kind in (Kind.STRUCTURED, Kind.PRIVATE) or not _primitive(value):
         return json.dumps(value, ensure_ascii=False)
     return value
 

@@ -93,6 +93,12 @@ class MemoryUpdate(MemoryFields):
     content: str | None = None
     embedding: list[float] | None = None
 
+    def surface_changes(self, current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+        """Stored fields another API surface changes along with the PATCH, from the version the write
+        is conditioned on and the changes made so far (Hindsight's curation record: see
+        service/api/hindsight/curation.py); AutoMem's own PATCH changes none."""
+        return {}
+
     @field_validator("content")
     @classmethod
     def _content_not_blank(cls, value: str | None) -> str | None:

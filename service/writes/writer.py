@@ -300,7 +300,11 @@ class MemoryWriter:
         updated_at = iso(req.updated_at or utcnow())
         # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
         model_id = None if req.embedding is not None else self.embedder.short_name
-        current, changes = self.store.read_modify_write(bank, memory_id, lambda current: patch_changes(current, req, given, vector, updated_at, model_id))
+        def compute(current: dict[str, Any]) -> dict[str, Any]:
+            changes = patch_changes(current, req, given, vector, updated_at, model_id)
+            return {**changes, **req.surface_changes(current, changes)}
+
+        current, changes = self.store.read_modify_write(bank, memory_id, compute)
         updated = {**current, **{k: v for k, v in changes.items() if k != "embedding"}}
         if any(updated.get(k) != current.get(k) for k in ("content", "thread_key", "thread_at")):
             self.threads.relink(bank, memory_id, updated)

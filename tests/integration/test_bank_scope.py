@@ -144,6 +144,7 @@ def test_deleting_a_bank_without_a_recall_log_index(make_client):
     assert (report.json()["memories_deleted"], report.json()["recall_ledger_deleted"], report.json()["recall_log_deleted"]) == (1, 0, 0)
 
 
+@pytest.mark.own_app("names its banks itself: the shared client's X-Bank would be a second bank")
 @pytest.mark.parametrize(("method", "path", "kwargs", "fragment"), [
     ("post", "/api/memory/recall", {"json": {"query": "x", "scope": 5}}, "scope"),
     ("post", "/api/memory/recall", {"json": {"query": "x", "scope": ["b"]}}, "scope"),
@@ -164,6 +165,7 @@ def test_hostile_bank_names_are_400(api, method, path, kwargs, fragment):
     assert fragment in resp.json()["message"], resp.text
 
 
+@pytest.mark.own_app("names its banks itself: the shared client's X-Bank would be a second bank")
 def test_signet_scope_in_the_query_string_selects_the_bank(api):
     """spec 004 / issue 25 item 10: GET /api/memory/search?scope=world:alpha reads bank world:alpha."""
     mid = api.post("/memory", json={"content": "The alpha world keeps its own notes"}, headers={"X-Bank": "world:alpha"}).json()["memory_id"]

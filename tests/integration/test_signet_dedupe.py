@@ -173,3 +173,27 @@ def test_concurrent_compactions_and_recalls_of_one_session(api):
         assert final["meta"]["dedupe"]["contextEpoch"] == 6
     finally:
         other.__exit__(None, None, None)
+
+
+def test_a_compaction_resets_every_agent_of_the_session(api):
+    """Issue 25 item 9: recalls that passed agentId were not reset by a compaction naming only the
+    session key (Signet resets dedupe by the session key alone)."""
+    seed(api)
+    first = recall(api, sessionKey="S", agentId="alice")
+    assert recall(api, sessionKey="S", agentId="alice")["meta"]["dedupe"]["suppressed"] == 5
+    bob = recall(api, sessionKey="S", agentId="bob")
+    hook = api.post("/api/hooks/compaction-complete", json={"harness": "claude-code", "summary": "Compacted the deploy chat.", "sessionKey": "S"})
+    assert hook.status_code == 200, hook.text
+    assert hook.json()["contextEpoch"] == 1
+    again = recall(api, sessionKey="S", agentId="alice")
+    assert ids(again) == ids(first)
+    assert again["meta"]["dedupe"] == {"enabled": True, "contextEpoch": 1, "suppressed": 0, "repeatedReturned": 0}
+    assert ids(recall(api, sessionKey="S", agentId="bob")) == ids(bob)  # every agent of the session
+    assert recall(api, sessionKey="S", agentId="alice")["meta"]["dedupe"]["suppressed"] == 5  # the new epoch records again
+    assert recall(api, sessionKey="S")["meta"]["dedupe"]["contextEpoch"] == 1  # an agent new to the session starts in it
+    other = recall(api, sessionKey="T", agentId="alice")  # other sessions keep their epoch
+    assert other["meta"]["dedupe"]["contextEpoch"] == 0
+    # a second compaction naming an agent moves the session on again
+    hook = api.post("/api/hooks/compaction-complete", json={"harness": "claude-code", "summary": "Compacted again.", "sessionKey": "S", "agentId": "bob"})
+    assert hook.json()["contextEpoch"] == 2
+    assert recall(api, sessionKey="S", agentId="alice")["meta"]["dedupe"] == {"enabled": True, "contextEpoch": 2, "suppressed": 0, "repeatedReturned": 0}

@@ -13,6 +13,7 @@ ROUTES = {
     ("put", "/v1/default/banks/{bank_id}"), ("patch", "/v1/default/banks/{bank_id}"), ("delete", "/v1/default/banks/{bank_id}"),
     ("get", "/v1/default/banks/{bank_id}/stats"), ("get", "/v1/default/banks/{bank_id}/profile"),
     ("get", "/v1/default/banks/{bank_id}/operations"), ("get", "/v1/default/banks/{bank_id}/operations/{operation_id}"),
+    ("patch", "/v1/default/banks/{bank_id}/memories/{memory_id}"), ("get", "/v1/default/banks/{bank_id}/memories/{memory_id}/history"),
 }
 
 
@@ -22,5 +23,7 @@ def test_openapi_lists_hindsights_routes_with_its_422():
     assert found == ROUTES
     recall = schema["paths"]["/v1/default/banks/{bank_id}/memories/recall"]["post"]
     assert recall["operationId"] == "recall_memories" and "422" in recall["responses"]
+    curate = schema["paths"]["/v1/default/banks/{bank_id}/memories/{memory_id}"]["patch"]
+    assert curate["operationId"] == "update_memory" and "422" in curate["responses"]  # hindsight-client's names
     assert "422" not in schema["paths"]["/recall"]["get"]["responses"]
     assert {"TagGroupLeaf", "TagGroupAnd", "TagGroupOr", "TagGroupNot", "HTTPValidationError"} <= set(schema["components"]["schemas"])

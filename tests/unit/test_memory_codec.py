@@ -33,8 +33,9 @@ STORED = {
 
 def test_the_table_is_the_template():
     assert set(codec.FIELDS) == set(PROPERTIES)
-    structured = {n for n, f in codec.FIELDS.items() if f.kind is Kind.STRUCTURED}
+    structured = {n for n, f in codec.FIELDS.items() if f.kind in (Kind.STRUCTURED, Kind.PRIVATE)}
     assert structured == {n for n, p in PROPERTIES.items() if p.get("type") in (None, "object") and n != "supersessions"} | {"supersessions"}
+    assert not codec.FIELDS["curation"].shown and codec.FIELDS["curation"].portable  # Hindsight's own record: travels, shown by Hindsight alone
     assert set(RANKING_FIELDS) == {n for n, f in codec.FIELDS.items() if f.kind is Kind.INDEX_ONLY} and set(THREAD_FIELDS) <= set(RANKING_FIELDS)
     assert set(codec.COPY_TARGETS) == {n for p in PROPERTIES.values() for n in ([p["copy_to"]] if "copy_to" in p else [])}
 

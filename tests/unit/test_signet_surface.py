@@ -131,6 +131,22 @@ PIPELINE_RESULT = {
 }
 
 
+@pytest.mark.parametrize(("raw", "shown"), [(0.0, 0.0), (-0.2, 0.0), (None, 0.0), (0.5, 0.5), (0.923456, 0.9235), (0.95, 0.95),
+                                           (1.0, 0.9816), (1.0243, 0.9887), (3.0, 1.0)])
+def test_scores_stay_in_signets_range(raw, shown):
+    """spec 004 documents score in 0..1; ours can pass 1 (1.0243 seen): compressed above 0.95."""
+    assert shaping.signet_score(raw) == shown
+
+
+def test_the_score_map_keeps_the_order():
+    raws = [i / 200 for i in range(0, 400)]  # 0 .. 2
+    shown = [shaping.signet_score(r) for r in raws]
+    assert all(0.0 <= s <= 1.0 for s in shown)
+    assert all(a <= b for a, b in zip(shown, shown[1:]))
+    unrounded = [shaping.signet_score(r) for r in (0.96, 0.97, 1.0, 1.05, 1.2)]
+    assert unrounded == sorted(set(unrounded))  # strictly increasing where four decimals can tell
+
+
 def test_row_has_every_field_of_spec_004():
     assert shaping.row(PIPELINE_RESULT) == {
         "id": "m1", "content": "User prefers vim keybindings", "content_length": 28, "truncated": False, "score": 0.9235,

@@ -69,7 +69,7 @@ def _in_process() -> Iterator[tuple[str, str]]:
         cfg = container.get_config()
         engine = f"http://{cfg['host']}:{cfg['port']}"
     if not engine:
-        from service.localnode import LocalNode
+        from service.engine.local_node import LocalNode
 
         node = LocalNode("test", heap=os.environ.get("ENGRAM_TEST_HEAP", "2g"))
         was_running = node.running()
@@ -85,7 +85,9 @@ def _in_process() -> Iterator[tuple[str, str]]:
     finally:
         drop_prefix(client, prefix)
         client.close()
-        if node is not None and not was_running and not os.environ.get("ENGRAM_TEST_KEEP_ENGINE"):
+        # Under xdist the main process stops the shared node when every worker is done (tests/conftest.py).
+        alone = not os.environ.get("PYTEST_XDIST_WORKER")
+        if node is not None and alone and not was_running and not os.environ.get("ENGRAM_TEST_KEEP_ENGINE"):
             node.stop()
         if container is not None:
             container.stop()

@@ -55,7 +55,8 @@ def list_query(
             rng["lt"] = end.isoformat()
         filters.append({"range": {field: rng}})
     if state is not None:
-        invalid = [{"term": {"archived": True}}, {"exists": {"field": "superseded_by"}}]
+        # archived, superseded, or past its t_invalid (a curation PATCH sets it): the engine's clock
+        invalid = [{"term": {"archived": True}}, {"exists": {"field": "superseded_by"}}, {"range": {"t_invalid": {"lte": "now"}}}]
         if state == "invalidated":
             filters.append({"bool": {"should": invalid, "minimum_should_match": 1}})
         else:

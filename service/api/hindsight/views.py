@@ -9,9 +9,13 @@
     timestamp          mentioned_at = occurred_start = occurred_end (null for an 'unset' retain)
     updated_at         updated_at
     type MetaPattern   type observation; other memories: their stored fact_type, else world
-    entities           entities (metadata.entities names, then enrichment's entity tags)
+    entities           entities (metadata.entities names, then enrichment's entity tags; the
+                       set a curation PATCH gave, when one did)
+    archived, t_invalid
+    <= now, superseded state invalidated (invalidated_at, invalidation_reason, edited_at from the
+                       curation record: service/api/hindsight/curation.py)
 
-Pure functions of the stored source.
+Pure functions of the stored source (and of the instant a state is read at).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 from service.filters.clauses import OBSERVATION_TYPE
+from service.clock.instants import stored_datetime
 from service.memory import codec
 from service.recall.queries import observation_sources
 
@@ -75,7 +81,11 @@ def _slug(name: str) -> str:
 
 def entity_names(source: Mapping[str, Any]) -> list[str]:
     """The caller's entities (retain's `entities`, kept in metadata.entities), then what enrichment
-    found (its `entity:<category>:<name>` tags, when not named already), each name once."""
+    found (its `entity:<category>:<name>` tags, when not named already), each name once; after a
+    curation PATCH named them, exactly those."""
+    curation = source.get("curation") if isinstance(source.get("curation"), dict) else {}
+    if isinstance(curation.get("entities"), list):
+        return [str(n) for n in curation["entities"]]
     metadata = source.get("metadata") if isinstance(source.get("metadata"), dict) else {}
     seen: dict[str, str] = {}
     for name in _names(metadata.get("entities")):
@@ -90,6 +100,17 @@ def entity_names(source: Mapping[str, Any]) -> list[str]:
 
 def moment(source: Mapping[str, Any]) -> str | None:
     return None if source.get("timeless") else source.get("timestamp")
+
+
+def invalidated(source: Mapping[str, Any], now: datetime) -> bool:
+    """Hindsight's `invalidated`: archived, superseded, or past its t_invalid (a curation PATCH sets it)."""
+    t_invalid = stored_datetime(source.get("t_invalid"))
+    return bool(source.get("archived")) or bool(source.get("superseded_by")) or (t_invalid is not None and t_invalid <= now)
+
+
+def invalidated_at(source: Mapping[str, Any]) -> str | None:
+    curation = source.get("curation") if isinstance(source.get("curation"), dict) else {}
+    return curation.get("invalidated_at") or source.get("superseded_at") or source.get("t_invalid")
 
 
 def recall_result(memory_id: str, source: Mapping[str, Any], scores: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -116,10 +137,12 @@ def recall_result(memory_id: str, source: Mapping[str, Any], scores: Mapping[str
     return out
 
 
-def list_item(memory_id: str, source: Mapping[str, Any]) -> dict[str, Any]:
-    """Hindsight's MemoryUnitListItem (GET .../memories/list) and memory unit (GET .../memories/{id})."""
+def list_item(memory_id: str, source: Mapping[str, Any], now: datetime | None = None) -> dict[str, Any]:
+    """Hindsight's MemoryUnitListItem (GET .../memories/list) and memory unit (GET .../memories/{id}),
+    its state as of `now` (the current instant when omitted)."""
     when = moment(source)
-    invalid = bool(source.get("archived")) or bool(source.get("superseded_by"))
+    invalid = invalidated(source, now or datetime.now(timezone.utc))
+    curation = source.get("curation") if isinstance(source.get("curation"), dict) else {}
     return {
         "id": memory_id,
         "text": source.get("content") or "",
@@ -137,7 +160,9 @@ def list_item(memory_id: str, source: Mapping[str, Any]) -> dict[str, Any]:
         "tags": hindsight_tags(source),
         "metadata": hindsight_metadata(source),
         "state": "invalidated" if invalid else "valid",
-        "invalidated_at": source.get("superseded_at") if invalid else None,
+        "invalidated_at": invalidated_at(source) if invalid else None,
+        "invalidation_reason": curation.get("invalidation_reason") if invalid else None,
+        "edited_at": curation.get("edited_at"),
         "updated_at": source.get("updated_at"),
         "source_memory_ids": observation_sources(dict(source)),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from service.errors import BadRequest
 from service.memory.types import canonical_type
@@ -28,6 +28,7 @@ NAME_CHARS = 256  # who, project, agentId, type: keyword values
 SESSION_KEY_CHARS = 512
 MAX_TAGS = 200
 BUDGETS = ("small", "medium", "large")
+MAX_WARNINGS = 20  # unknown fields named one by one; the rest counted
 Facet = Literal["session", "source", "captured", "observed", "occurred", "valid"]
 
 
@@ -35,19 +36,45 @@ def _aliases(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
-class TimeOptions(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class SignetBody(BaseModel):
+    """A Signet request body: unknown fields are accepted (clients send extras) and named by
+    `warnings`, nested ones by their path (`time.zone`)."""
 
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, populate_by_name=True)
+
+    _unknown: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _collect_unknown(self):
+        extra = self.__pydantic_extra__ or {}
+        self._unknown = sorted(extra)
+        extra.clear()
+        return self
+
+    def unknown_fields(self) -> list[str]:
+        names = list(self._unknown)
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SignetBody):
+                names += [f"{name}.{inner}" for inner in value.unknown_fields()]
+        return names
+
+    @property
+    def warnings(self) -> list[str]:
+        names = self.unknown_fields()
+        out = [f"Unknown field '{name[:100]}' ignored" for name in names[:MAX_WARNINGS]]
+        return out + ([f"... and {len(names) - MAX_WARNINGS} more unknown fields ignored"] if len(names) > MAX_WARNINGS else [])
+
+
+class TimeOptions(SignetBody):
     start: InstantOrBlank = Field(None, description="ISO 8601 start of the window (inclusive)")
     end: InstantOrBlank = Field(None, description="ISO 8601 end of the window (exclusive)")
     facets: list[Facet] | None = Field(None, max_length=12, description="Which times must fall in the window (default: all six)")
     mode: Literal["auto", "timeline", "filter"] = Field("auto", description="timeline: the window in time order; filter: the query ranked inside it; auto: timeline without a content query")
 
 
-class RecallBody(BaseModel):
+class RecallBody(SignetBody):
     """POST /api/memory/recall. Only `query` is required."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
 
     query: str | None = Field(None, description="What to recall (required); exact dates in it (2026/05/13, May 13 2026, yesterday) become a time window")
     limit: int | None = Field(None, description="Results (omitted: 10; bounded to 1..100)")
@@ -88,6 +115,7 @@ class SearchQuery(QueryModel):
         "session_key": "sessionKey", "include_recalled": "includeRecalled", "agent_id": "agentId", "importanceMin": "importance_min",
     }
     list_fields: ClassVar[tuple[str, ...]] = ("tags",)
+    read_elsewhere: ClassVar[tuple[str, ...]] = ("scope",)
 
     q: str | None = Field(None, description="Search query (required)")
     limit: int | None = Field(None, description="Max results (default 10; bounded to 1..100)")
@@ -108,6 +136,7 @@ class LegacySearchQuery(QueryModel):
     """GET /memory/search: keyword search, or filters alone."""
 
     list_fields: ClassVar[tuple[str, ...]] = ("tags",)
+    read_elsewhere: ClassVar[tuple[str, ...]] = ("scope",)
 
     q: str | None = Field(None, max_length=MAX_QUERY_CHARS, description="Keyword query (optional)")
     distinct: str | None = Field(None, max_length=32, description="`who`: the distinct authors instead (other parameters ignored)")
@@ -121,21 +150,22 @@ class LegacySearchQuery(QueryModel):
 
 
 class SimilarQuery(QueryModel):
+    read_elsewhere: ClassVar[tuple[str, ...]] = ("scope",)
+
     id: str | None = Field(None, max_length=200, description="The memory whose vector anchors the search (required)")
     k: int | None = Field(None, description="Results (default 10; bounded to 1..100)")
     type: str | None = Field(None, max_length=NAME_CHARS)
 
 
-class CompactionComplete(BaseModel):
+class CompactionComplete(SignetBody):
     """POST /api/hooks/compaction-complete: the harness compacted its context into `summary`."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
 
     harness: str = Field(..., max_length=NAME_CHARS)
     summary: str = Field(..., description="The compaction summary, stored as a session_summary memory")
     sessionKey: str | None = Field(None, max_length=SESSION_KEY_CHARS, validation_alias=_aliases("sessionKey", "session_key"))
     agentId: str | None = Field(None, max_length=NAME_CHARS, validation_alias=_aliases("agentId", "agent_id"))
     project: str | None = Field(None, max_length=NAME_CHARS)
+    scope: str | None = Field(None, max_length=200, description="A memory scope: the bank to write (as X-Bank)")
 
 
 # --- responses (documentation; the routes send plain dicts) ---------------------------------------
@@ -144,7 +174,7 @@ class RecallRow(BaseModel):
 
     id: str
     content: str
-    score: float = Field(..., description="The ranking score (rounded to 4 decimals)")
+    score: float = Field(..., ge=0.0, le=1.0, description="The ranking score in 0..1 (above 0.95 compressed towards 1, order kept; 4 decimals)")
     source: str = Field(..., description="hybrid (lexical and semantic evidence), vector, keyword or graph")
     type: str | None = Field(None, description="The memory type, lowercased")
     tags: str = Field(..., description="Comma-separated")
@@ -181,6 +211,7 @@ class RecallResponse(BaseModel):
     method: Literal["hybrid", "keyword"]
     meta: RecallMeta
     aggregate: dict[str, Any] | None = None
+    warnings: list[str] | None = Field(None, description="The request's unknown fields or parameters, ignored")
 
 
 # --- translation ---------------------------------------------------------------------------------

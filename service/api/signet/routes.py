@@ -6,10 +6,12 @@ RecallService.recall (or one search), and shapes Signet's answer.
     GET  /memory/search             legacy keyword search, filters alone, or distinct=who
     GET  /memory/similar            the memories nearest to one memory's vector
     POST /api/hooks/compaction-complete   store the compaction summary; the session's next context epoch
+    POST /api/memory/remember, GET /api/memory/{id}   write and read one memory (routes_memory.py)
 
 Banks: Signet's `scope` (an exact memory-scope string such as `world:alpha`, in the body or the query
 string) is the bank to read, as X-Bank / ?bank= are on every other route (service/api/scope.py); a
-token scoped to banks sees only those (404 otherwise).
+token scoped to banks sees only those (404 otherwise). Errors are Signet's `{"error": ...}`
+(errors.py); unknown fields and parameters are named in `warnings`.
 """
 
 from __future__ import annotations
@@ -21,17 +23,17 @@ from fastapi import APIRouter, BackgroundTasks, Query, Response
 
 from scoring.components import cosine_from_lucene
 from service.api.deps import ApiAuth, LedgerDep, RecallDep, SettingsDep, StoreDep, WriterDep
-from service.api.scope import SignetReadScope, WriteScope
+from service.api.scope import SignetReadScope, SignetWriteScope
 from service.api.responses import dumps
 from service.api.signet import models as M
 from service.api.signet import queries as SQ
-from service.api.signet import shaping
+from service.api.signet import routes_memory, shaping
 from service.api.signet.dedupe import Dedupe, agent_of
 from service.api.signet.temporal import Temporal, resolve
+from service.api.signet.errors import SIGNET_ERRORS, SignetRoute
 from service.errors import BadRequest, NotFound
 from service.recall import queries as Q
 from service.filters import clauses as C
-from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
 from service.memory.models import MemoryCreate, valid_id
 from service.stream.emit import EmitDep, Emitter
 from service.clock.expressions import TimeWindow
@@ -39,11 +41,12 @@ from service.clock.instants import utcnow
 from service.recall.pipeline import RecallService
 from service.storage.ledger import RecallLedger
 
-router = APIRouter(dependencies=[ApiAuth], tags=["signet"])
-FORBIDDEN = {403: {"description": "The token lacks the permission this route needs"}}
+router = APIRouter(dependencies=[ApiAuth], tags=["signet"], route_class=SignetRoute, responses=SIGNET_ERRORS)
 # spec 004 GET /memory/search: "default: 20 with query, 50 without".
 LEGACY_LIMITS = (20, 50)
 LEGACY_MAX = 1000
+# Keys of M.filters() that say how filters apply, not whether one was given.
+FILTER_MODES = ("tag_mode", "caller_tags_only")
 # The compaction summary (Signet's hooks-routes: type session_summary, importance 0.8, who system).
 SUMMARY_TYPE, SUMMARY_IMPORTANCE, SUMMARY_WHO = "session_summary", 0.8, "system"
 
@@ -87,11 +90,14 @@ def _window(t: Temporal | None) -> dict[str, Any]:
     return {"window": TimeWindow(t.start, t.end, t.phrase), "window_facets": t.facets, **sort}
 
 
-def _json(body: dict[str, Any], background: BackgroundTasks | None = None) -> Response:
+def _json(body: dict[str, Any], background: BackgroundTasks | None = None, warnings: list[str] | None = None) -> Response:
+    """The answer; the unknown fields or parameters the request sent, named in `warnings` (README)."""
+    if warnings:
+        body = {**body, "warnings": warnings}
     return Response(dumps(body), media_type="application/json", background=background)
 
 
-@router.post("/api/memory/recall", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+@router.post("/api/memory/recall", response_model=M.RecallResponse)
 def recall(body: M.RecallBody, scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
            background: BackgroundTasks, emit: EmitDep) -> Response:
     """Hybrid recall (vector, BM25 and metadata arms, re-ranked) with Signet's filters, session dedupe
@@ -104,10 +110,10 @@ def recall(body: M.RecallBody, scope: SignetReadScope, service: RecallDep, ledge
                   agent_id=body.agentId, include_recalled=body.includeRecalled)
     if body.aggregate:
         out["aggregate"] = shaping.aggregate(out["query"], body.aggregateBudget, out["results"])
-    return _json(out, background)
+    return _json(out, background, body.warnings)
 
 
-@router.get("/api/memory/search", response_model=M.RecallResponse, responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+@router.get("/api/memory/search", response_model=M.RecallResponse)
 def search(params: Annotated[M.SearchQuery, Query()], scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
            background: BackgroundTasks, emit: EmitDep) -> Response:
     """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias"); `scope` names the bank."""
@@ -116,33 +122,33 @@ def search(params: Annotated[M.SearchQuery, Query()], scope: SignetReadScope, se
     out = _recall(service, ledger, settings, background, emit, scope.bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=None, session_key=params.sessionKey, agent_id=params.agentId,
                   include_recalled=params.includeRecalled)
-    return _json(out, background)
+    return _json(out, background, params.warnings)
 
 
-@router.get("/memory/search", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+@router.get("/memory/search")
 def legacy_search(params: Annotated[M.LegacySearchQuery, Query()], scope: SignetReadScope, store: StoreDep, settings: SettingsDep) -> Response:
     """Keyword search (BM25) inside Signet's filters; filters alone list memories pinned first, then by
     importance decayed by age; `distinct=who` gives the bank's authors."""
     bank = scope.bank
     if (params.distinct or "").strip().lower() == "who":
         aggs = store.search(SQ.distinct_who(bank)).get("aggregations", {})
-        return _json({"values": [b["key"] for b in aggs.get("who", {}).get("buckets", [])]})
+        return _json({"values": [b["key"] for b in aggs.get("who", {}).get("buckets", [])]})  # spec 004: other parameters are ignored
     now = utcnow()
     q = M.checked(params.q, "q", M.MAX_QUERY_CHARS)
     values = M.filters(settings, type_=params.type, tags=params.tags, who=params.who, project=None, pinned=params.pinned,
                        importance_min=params.importance_min, since=params.since, until=None)
-    given = any(v is not None and v != [] for k, v in values.items() if k != "tag_mode")
+    given = any(v is not None and v != [] for k, v in values.items() if k not in FILTER_MODES)
     if not q and not given:
-        return _json({"results": []})
+        return _json({"results": []}, warnings=params.warnings)
     req = M.recall_request(settings, bank=bank, query=q, limit=1, values=values)
     flt = C.strictly_current(C.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
     limit = M.bounded_limit(params.limit, LEGACY_LIMITS[0] if q else LEGACY_LIMITS[1], LEGACY_MAX)
     body = SQ.keyword_search(flt, q, limit) if q else SQ.filter_listing(flt, limit, now)
     hits = store.search(body)["hits"]["hits"]
-    return _json({"results": [shaping.legacy_row(h["_id"], h["_source"], h.get("_score")) for h in hits]})
+    return _json({"results": [shaping.legacy_row(h["_id"], h["_source"], h.get("_score")) for h in hits]}, warnings=params.warnings)
 
 
-@router.get("/memory/similar", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
+@router.get("/memory/similar")
 def similar(params: Annotated[M.SimilarQuery, Query()], scope: SignetReadScope, store: StoreDep, settings: SettingsDep) -> Response:
     """The `k` memories nearest to memory `id`'s stored vector: one kNN query (404 when it has none)."""
     anchor = M.checked(params.id, "id", 200)
@@ -158,11 +164,11 @@ def similar(params: Annotated[M.SimilarQuery, Query()], scope: SignetReadScope, 
     req = M.recall_request(settings, bank=scope.bank, query=None, limit=1, values={"types": M.type_filter(M.checked(params.type, "type", M.NAME_CHARS))})
     flt = C.strictly_current(C.filter_clauses(Q.recall_filter(req, now, settings.excluded_types)), now)
     hits = store.search(SQ.similar(flt, vector, anchor, M.bounded_limit(params.k, 10, M.MAX_LIMIT)))["hits"]["hits"]
-    return _json({"results": [shaping.similar_row(h["_id"], h["_source"], cosine_from_lucene(h["_score"])) for h in hits]})
+    return _json({"results": [shaping.similar_row(h["_id"], h["_source"], cosine_from_lucene(h["_score"])) for h in hits]}, warnings=params.warnings)
 
 
-@router.post("/api/hooks/compaction-complete", responses={**ERROR_RESPONSES, **FORBIDDEN, **NOT_FOUND})
-def compaction_complete(body: M.CompactionComplete, scope: WriteScope, writer: WriterDep, ledger: LedgerDep, emit: EmitDep) -> dict:
+@router.post("/api/hooks/compaction-complete")
+def compaction_complete(body: M.CompactionComplete, scope: SignetWriteScope, writer: WriterDep, ledger: LedgerDep, emit: EmitDep) -> Response:
     """The harness compacted its context: the summary is stored (a session_summary memory) and the
     session's next context epoch starts, so what it was shown before can be recalled again (Signet's
     own way to start an epoch)."""
@@ -181,4 +187,8 @@ def compaction_complete(body: M.CompactionComplete, scope: WriteScope, writer: W
         out["contextEpoch"] = ledger.advance(
             scope.bank, session_key, agent, reason="compaction-complete", source_ref=prepared.memory_id, now=utcnow(),
         )
-    return out
+    return _json(out, warnings=body.warnings)
+
+
+# After /api/memory/recall and /api/memory/search: GET /api/memory/{memory_id} must not shadow them.
+router.include_router(routes_memory.router)

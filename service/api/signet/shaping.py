@@ -8,6 +8,7 @@ evidence came from (`source`), the temporal facet when a window applied, and `al
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,11 @@ from service.clock.instants import stored_datetime
 from service.memory import codec
 
 SCORE_DIGITS = 4
+# Signet documents `score` in 0..1 (spec 004's 0.92); ours passes 1 when bonuses add to the weighted
+# components (1.0243 seen). Above the knee it is compressed smoothly towards 1: strictly increasing
+# (the order and the distinctness of scores stay), unchanged below the knee, where clients put their
+# thresholds (the SDK's minScore, OpenClaw's min_score).
+SCORE_KNEE = 0.95
 # Graph stages' match types (expansion), reported as Signet's `graph` source.
 GRAPH_MATCHES = ("relation", "entity_expansion")
 # The pipeline's stage timings (pipeline.Timings), in the order they run.
@@ -34,6 +40,14 @@ def evidence_source(components: Mapping[str, Any], match_type: str | None) -> st
     if vector:
         return "vector"
     return "keyword"
+
+
+def signet_score(raw: Any) -> float:
+    """A ranking score in Signet's 0..1, order kept (see SCORE_KNEE), rounded to SCORE_DIGITS."""
+    s = max(0.0, float(raw or 0.0))
+    if s > SCORE_KNEE:  # continuous with slope 1 at the knee; < 1 everywhere (until the rounding)
+        s = 1.0 - (1.0 - SCORE_KNEE) * math.exp(-(s - SCORE_KNEE) / (1.0 - SCORE_KNEE))
+    return round(s, SCORE_DIGITS)
 
 
 def created_at(memory: Mapping[str, Any]) -> str | None:
@@ -57,7 +71,7 @@ def row(result: Mapping[str, Any], *, temporal: Temporal | None = None, repeated
         "content": m.get("content", ""),
         "content_length": len(m.get("content") or ""),
         "truncated": False,
-        "score": round(float(result.get("final_score") or 0.0), SCORE_DIGITS),
+        "score": signet_score(result.get("final_score")),
         "source": evidence_source(result.get("score_components") or {}, result.get("match_type")),
         "type": signet_type(m.get("type")),
         "tags": tag_string(codec.caller_tags(m)),
