@@ -157,16 +157,25 @@ def hindsight_item(m: dict) -> dict:
 
 
 def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo", style: str = "engram",
-           thread_ids: bool = True) -> float:
-    memories = [m for sample in data for m in memories_for(sample, style, thread_ids)]
+           thread_ids: bool = True, documents: bool = False) -> float:
+    """Store every turn. `documents` (Hindsight's retain only): no thread id, each session retained
+    as one request whose items carry the session as their `document_id` (a Hindsight client that
+    retains a conversation document by document)."""
+    memories = [m for sample in data for m in memories_for(sample, style, thread_ids and not documents)]
+    if documents:
+        sessions: dict[str, list[dict]] = {}
+        for m in memories:
+            sessions.setdefault(m["id"].rsplit("_", 1)[0], []).append(m)
+        chunks = list(sessions.items())
+    else:
+        chunks = [(f"locomo-{i}", memories[i : i + BATCH]) for i in range(0, len(memories), BATCH)]
     started = time.perf_counter()
     with tqdm(total=len(memories), desc=f"ingest ({surface})", unit="mem", file=sys.stderr) as bar:
-        for i in range(0, len(memories), BATCH):
-            chunk = memories[i : i + BATCH]
+        for name, chunk in chunks:
             if surface == "hindsight":
                 # a fixed operation_id per batch: the ids derive from it, so a re-run overwrites instead of duplicating
-                items = [hindsight_item(m) for m in chunk]
-                resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "operation_id": f"locomo-{i}"})
+                items = [hindsight_item(m) | ({"document_id": name} if documents else {}) for m in chunk]
+                resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "operation_id": name})
                 ok = resp.status_code == 200
             else:
                 resp = client.post("/memory/batch", json={"memories": chunk})
@@ -320,9 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enrichment", action=argparse.BooleanOptionalAction, default=True,
                         help="run the in-process service with enrichment (the default setting) and wait for it after ingest; "
                              "--no-enrichment: without")
-    parser.add_argument("--threads", choices=("both", "ids", "none"), default="both",
+    parser.add_argument("--threads", choices=("both", "ids", "none", "document"), default="both",
                         help="store the turns with their session as metadata.session_id (ids), without any thread id (none: tags "
-                             "and the session date only), or both (default: each into its own prefix, <prefix>-ids and <prefix>-none)")
+                             "and the session date only), or both (default: each into its own prefix, <prefix>-ids and <prefix>-none); "
+                             "document (Hindsight's retain only): no thread id, each session retained as a document (document_id)")
     parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
     parser.add_argument("--surface", choices=("automem", "hindsight", "signet"), default="automem",
                         help="the API recalled through: AutoMem's GET /recall (default), Hindsight's POST .../memories/recall "
@@ -357,12 +367,14 @@ def main(argv: list[str] | None = None) -> int:
         label = args.label or f"{args.style}-style-{label}"
 
     styles = ("ids", "none") if args.threads == "both" else (args.threads,)
+    if args.threads == "document" and ingest_surface != "hindsight":
+        parser.error("--threads document retains sessions as Hindsight documents: --surface hindsight")
     if args.url and len(styles) > 1:
         parser.error("--url stores into one service: choose --threads ids or --threads none")
 
     def run(url: str, token: str, thread_ids: bool) -> dict:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank, args.style, thread_ids)
+            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank, args.style, thread_ids, args.threads == "document")
             enrichment = wait_for_enrichment(client) if (args.enrichment and not args.url) or args.wait_enrichment else None
             result = evaluate(client, data, params, 10, args.surface, bank, args.style)
             result["ingest_memories_per_s"] = rate
@@ -390,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     for style, one in results.items():
-        what = "with thread ids (metadata.session_id)" if style == "ids" else "without thread ids (tags and the session date only)"
+        what = {"ids": "with thread ids (metadata.session_id)", "none": "without thread ids (tags and the session date only)",
+                "document": "without thread ids, each session retained as a document (document_id)"}[style]
         print(f"\nLoCoMo dev slice — {label}, turns stored {what}\n")
         print(markdown(one))
         if one.get("ingest_memories_per_s"):

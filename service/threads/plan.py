@@ -7,7 +7,7 @@ before it in that thread, in `thread_context`: recall matches a question against
 answers ("What did you do yesterday?" -> "Went camping"). The stored content stays as given.
 
 A memory that names no thread may still be in one the client did not name:
-- a Hindsight document's chunks and items (`document_id`): `document:<id>`;
+- a Hindsight document's chunks and items (`document_id`, Hindsight's own grouping): `document:<id>`;
 - an inferred burst (THREAD_INFER_ENABLED, default on): memories of one bank with the same tag set
   and the same timestamp, as stated by the client, are one thread (`burst:<tags hash>@<epoch ms>`).
   A client that stamps the turns of a session with the session's time sends exactly that (LoCoMo's
