@@ -35,7 +35,6 @@ import statistics
 import sys
 import threading
 import time
-from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,12 +55,14 @@ def session_time(text: str) -> str:
     return moment.replace(tzinfo=timezone.utc).isoformat()
 
 
-def memories_for(sample: dict, style: str = "engram") -> list[dict]:
+def memories_for(sample: dict, style: str = "engram", thread_ids: bool = True) -> list[dict]:
     """The memories of one conversation: one per turn, in conversation order. `style` "automem"
     stores them as AutoMem's own LoCoMo benchmark does (tests/benchmarks/test_locomo.py in AutoMem's
     repository): no timestamp (the time of storage), tags `conversation:<id>`, `session:<n>` and
     `speaker:<name>`, metadata `conversation_id` and `session_id` = the session's number (unique
-    within its conversation only), `dialog_id`, `speaker`, `session_datetime`."""
+    within its conversation only), `dialog_id`, `speaker`, `session_datetime`. `thread_ids` False
+    stores the engram style without `session_id`: tags and the session date only, as a client that
+    names no thread (issue 26's first row)."""
     if style == "automem":
         return automem_style_memories(sample)
     conv = sample["conversation"]
@@ -79,7 +80,8 @@ def memories_for(sample: dict, style: str = "engram") -> list[dict]:
                 "timestamp": when,
                 "tags": [f"locomo:{sample['sample_id']}"],
                 # session_id: the thread key an agent sends with each turn (thread context links the turns).
-                "metadata": {"dia_id": turn["dia_id"], "session_id": f"{sample['sample_id']}/session_{n}", "speaker": turn["speaker"]},
+                "metadata": {"dia_id": turn["dia_id"], "speaker": turn["speaker"],
+                             **({"session_id": f"{sample['sample_id']}/session_{n}"} if thread_ids else {})},
                 "type": "Context",
                 "importance": 0.5,
             })
@@ -155,16 +157,26 @@ def hindsight_item(m: dict) -> dict:
     return {"content": m["content"], "timestamp": m["timestamp"], "tags": m["tags"], "metadata": {k: str(v) for k, v in m["metadata"].items()}}
 
 
-def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo", style: str = "engram") -> float:
-    memories = [m for sample in data for m in memories_for(sample, style)]
+def ingest(client: httpx.Client, data: list[dict], surface: str = "automem", bank: str = "locomo", style: str = "engram",
+           thread_ids: bool = True, documents: bool = False) -> float:
+    """Store every turn. `documents` (Hindsight's retain only): no thread id, each session retained
+    as one request whose items carry the session as their `document_id` (a Hindsight client that
+    retains a conversation document by document)."""
+    memories = [m for sample in data for m in memories_for(sample, style, thread_ids and not documents)]
+    if documents:
+        sessions: dict[str, list[dict]] = {}
+        for m in memories:
+            sessions.setdefault(m["id"].rsplit("_", 1)[0], []).append(m)
+        chunks = list(sessions.items())
+    else:
+        chunks = [(f"locomo-{i}", memories[i : i + BATCH]) for i in range(0, len(memories), BATCH)]
     started = time.perf_counter()
     with tqdm(total=len(memories), desc=f"ingest ({surface})", unit="mem", file=sys.stderr) as bar:
-        for i in range(0, len(memories), BATCH):
-            chunk = memories[i : i + BATCH]
+        for name, chunk in chunks:
             if surface == "hindsight":
                 # a fixed operation_id per batch: the ids derive from it, so a re-run overwrites instead of duplicating
-                items = [hindsight_item(m) for m in chunk]
-                resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "operation_id": f"locomo-{i}"})
+                items = [hindsight_item(m) | ({"document_id": name} if documents else {}) for m in chunk]
+                resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "operation_id": name})
                 ok = resp.status_code == 200
             else:
                 resp = client.post("/memory/batch", json={"memories": chunk})
@@ -232,12 +244,35 @@ def wait_for_enrichment(client: httpx.Client, timeout: float = 3600.0) -> dict:
             time.sleep(0.5)
 
 
+NAMES = ("recall@5", "recall@10", "recall@10_by_score", "recall@all", "all@5", "all@10")
+
+
+def scores(wanted: set[str], got: list, by_score: list) -> tuple[float, ...]:
+    """One question's figures, in NAMES' order: the share of its evidence in the top 5 / 10 (as
+    returned; the top 10 by final_score; everything returned), and whether ALL its evidence is in
+    the top 5 / 10 (all-evidence@k: a multi-hop answer needs every piece)."""
+    at5, at10 = wanted & set(got[:5]), wanted & set(got[:10])
+    return (len(at5) / len(wanted), len(at10) / len(wanted), len(wanted & set(by_score[:10])) / len(wanted),
+            len(wanted & set(got)) / len(wanted), float(at5 == wanted), float(at10 == wanted))
+
+
+def summary(records: list[tuple[str, int, tuple[float, ...]]]) -> dict:
+    """(sample_id, category, scores) per question -> rows per category, overall, and per conversation."""
+    def row(vals):
+        return {"n": len(vals), **{name: statistics.mean(v[i] for v in vals) for i, name in enumerate(NAMES)}}
+
+    rows = {name: row([v for _, c, v in records if c == cat]) for cat, name in CATEGORIES.items() if any(c == cat for _, c, _ in records)}
+    rows["overall"] = row([v for _, _, v in records])
+    conversations = {sample: row([v for s, _, v in records if s == sample]) for sample in dict.fromkeys(s for s, _, _ in records)}
+    return {"quality": rows, "conversations": conversations}
+
+
 def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_max: int, surface: str = "automem", bank: str = "locomo",
              style: str = "engram") -> dict:
-    """recall@5 / recall@10 of the results in the order returned; with graph expansion (which appends
-    expanded memories after the `limit` seeds) also recall@10 of all results re-sorted by final_score
-    and recall over everything returned."""
-    per_cat: dict[int, list[tuple[float, ...]]] = defaultdict(list)
+    """recall@5 / recall@10 of the results in the order returned, all-evidence@5 / @10, per category,
+    overall and per conversation; with graph expansion (which appends expanded memories after the
+    `limit` seeds) also recall@10 of all results re-sorted by final_score and recall over everything returned."""
+    records: list[tuple[str, int, tuple[float, ...]]] = []
     latencies: list[float] = []
     server_ms: list[float] = []
     returned: list[int] = []
@@ -254,19 +289,9 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
         returned.append(len(results))
         got = [r["dia_id"] for r in results]
         by_score = [r["dia_id"] for r in sorted(results, key=lambda r: -r["final_score"])]
-        per_cat[qa["category"]].append((
-            len(wanted & set(got[:5])) / len(wanted), len(wanted & set(got[:10])) / len(wanted),
-            len(wanted & set(by_score[:10])) / len(wanted), len(wanted & set(got)) / len(wanted),
-        ))
-    names = ("recall@5", "recall@10", "recall@10_by_score", "recall@all")
-
-    def row(vals):
-        return {"n": len(vals), **{name: statistics.mean(v[i] for v in vals) for i, name in enumerate(names)}}
-
-    rows = {name: row(per_cat[cat]) for cat, name in CATEGORIES.items() if per_cat.get(cat)}
-    rows["overall"] = row([x for v in per_cat.values() for x in v])
+        records.append((sample_id, qa["category"], scores(wanted, got, by_score)))
     return {
-        "quality": rows,
+        **summary(records),
         "returned_mean": statistics.mean(returned) if returned else 0.0,
         "latency_ms": {
             "client_p50": percentile(latencies, 50), "client_p95": percentile(latencies, 95),
@@ -277,11 +302,12 @@ def evaluate(client: httpx.Client, data: list[dict], params: dict[str, str], k_m
 
 def markdown(result: dict) -> str:
     expanded = result.get("returned_mean", 0) > 10
-    head = "| category | n | recall@5 | recall@10 |" + (" recall@10 by final_score | recall over all returned |" if expanded else "")
-    lines = [head, "|---|---|---|---|" + ("---|---|" if expanded else "")]
-    for name, row in result["quality"].items():
+    head = "| category | n | recall@5 | recall@10 | all@5 | all@10 |" + (" recall@10 by final_score | recall over all returned |" if expanded else "")
+    lines = [head, "|---|---|---|---|---|---|" + ("---|---|" if expanded else "")]
+    rows = [*result["quality"].items(), *((f"conversation {c}", r) for c, r in result.get("conversations", {}).items())]
+    for name, row in rows:
         extra = f" {row['recall@10_by_score']:.3f} | {row['recall@all']:.3f} |" if expanded else ""
-        lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |{extra}")
+        lines.append(f"| {name} | {row['n']} | {row['recall@5']:.3f} | {row['recall@10']:.3f} | {row['all@5']:.3f} | {row['all@10']:.3f} |{extra}")
     if expanded:
         lines.append(f"\n{result['returned_mean']:.1f} results per recall on average (expanded memories come after the `limit` seeds)")
     lat = result["latency_ms"]
@@ -301,8 +327,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-ingest", action="store_true", help="reuse memories stored by an earlier run")
     parser.add_argument("--out", type=Path, help="write the JSON result here (default bench/out/locomo-<label>.json)")
     parser.add_argument("--label", default=None, help="name of this run in the output")
-    parser.add_argument("--enrichment", action="store_true",
-                        help="run the in-process service with ENRICHMENT_ENABLED and wait for it after ingest (default: off, as the published figures)")
+    parser.add_argument("--enrichment", action=argparse.BooleanOptionalAction, default=True,
+                        help="run the in-process service with enrichment (the default setting) and wait for it after ingest; "
+                             "--no-enrichment: without")
+    parser.add_argument("--threads", choices=("both", "ids", "none", "document"), default="both",
+                        help="store the turns with their session as metadata.session_id (ids), without any thread id (none: tags "
+                             "and the session date only), or both (default: each into its own prefix, <prefix>-ids and <prefix>-none); "
+                             "document (Hindsight's retain only): no thread id, each session retained as a document (document_id)")
     parser.add_argument("--wait-enrichment", action="store_true", help="with --url: wait until the service's enrichment is done before recalling")
     parser.add_argument("--surface", choices=("automem", "hindsight", "signet"), default="automem",
                         help="the API recalled through: AutoMem's GET /recall (default), Hindsight's POST .../memories/recall "
@@ -333,17 +364,23 @@ def main(argv: list[str] | None = None) -> int:
         if ingest_surface != "automem":
             parser.error("--surface signet recalls memories stored through AutoMem's API (the default bank)")
         label = args.label or f"signet-{label}"
-    if args.enrichment and not args.label:
-        label = f"enrichment-{label}"
+    if not args.enrichment and not args.label:
+        label = f"no-enrichment-{label}"
     if args.style != "engram":
         if args.surface != "automem" or (args.ingest or "automem") != "automem":
             parser.error("--style automem stores and recalls through AutoMem's API only")
         label = args.label or f"{args.style}-style-{label}"
 
-    def run(url: str, token: str) -> dict:
+    styles = ("ids", "none") if args.threads == "both" else (args.threads,)
+    if args.threads == "document" and ingest_surface != "hindsight":
+        parser.error("--threads document retains sessions as Hindsight documents: --surface hindsight")
+    if args.url and len(styles) > 1:
+        parser.error("--url stores into one service: choose --threads ids or --threads none")
+
+    def run(url: str, token: str, thread_ids: bool) -> dict:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank, args.style)
-            enrichment = wait_for_enrichment(client) if args.enrichment or args.wait_enrichment else None
+            rate = None if args.skip_ingest else ingest(client, data, ingest_surface, bank, args.style, thread_ids, args.threads == "document")
+            enrichment = wait_for_enrichment(client) if (args.enrichment and not args.url) or args.wait_enrichment else None
             result = evaluate(client, data, params, 10, args.surface, bank, args.style)
             result["ingest_memories_per_s"] = rate
             if enrichment:
@@ -351,29 +388,37 @@ def main(argv: list[str] | None = None) -> int:
                 result["enrichment"] = {"wait_s": enrichment["seconds"], "stats": stats, "stored": enrichment["status"]["stored"]}
             return result
 
-    if args.url:
-        if not args.token:
-            parser.error("--url needs --token or AUTOMEM_API_TOKEN")
-        result = run(args.url, args.token)
-    else:
-        token = "bench-token"
-        settings = dict(item.split("=", 1) for item in args.set)
-        with LocalServer(token, args.prefix, enrichment_enabled=args.enrichment, **settings) as url:
-            result = run(url, token)
-    result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface, style=args.style)
+    results: dict[str, dict] = {}
+    for style in styles:
+        if args.url:
+            if not args.token:
+                parser.error("--url needs --token or AUTOMEM_API_TOKEN")
+            results[style] = run(args.url, args.token, style == "ids")
+        else:
+            token = "bench-token"
+            settings = dict(item.split("=", 1) for item in args.set)
+            prefix = f"{args.prefix}-{style}" if len(styles) > 1 else args.prefix
+            with LocalServer(token, prefix, enrichment_enabled=args.enrichment, **settings) as url:
+                results[style] = run(url, token, style == "ids")
+    result = results[styles[0]] if len(styles) == 1 else {"by_thread_ids": results}
+    result.update(label=label, params=params, data=str(args.data), surface=args.surface, ingest=ingest_surface, style=args.style,
+                  threads=args.threads, enrichment_enabled=args.enrichment, settings=args.set)
     out = args.out or ROOT / "bench" / "out" / f"locomo-{re.sub(r'[^A-Za-z0-9_.=-]+', '_', label)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
-    print(f"\nLoCoMo dev slice — {label}\n")
-    print(markdown(result))
-    if result.get("ingest_memories_per_s"):
-        route = f"POST /v1/default/banks/{bank}/memories" if ingest_surface == "hindsight" else "POST /memory/batch"
-        print(f"ingest through {route}: {result['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
-    if result.get("enrichment"):
-        e = result["enrichment"]
-        print(f"enrichment: {e['stats']['successes']} memories, {e['stats']['entities']} entities, "
-              f"{e['stats']['similar_edges']} SIMILAR_TO and {e['stats']['preceded_edges']} PRECEDED_BY edges; "
-              f"done {e['wait_s']:.1f} s after ingest ({e['stats']['memories_per_worker_second']} memories/s per busy worker thread)")
+    for style, one in results.items():
+        what = {"ids": "with thread ids (metadata.session_id)", "none": "without thread ids (tags and the session date only)",
+                "document": "without thread ids, each session retained as a document (document_id)"}[style]
+        print(f"\nLoCoMo dev slice — {label}, turns stored {what}\n")
+        print(markdown(one))
+        if one.get("ingest_memories_per_s"):
+            route = f"POST /v1/default/banks/{bank}/memories" if ingest_surface == "hindsight" else "POST /memory/batch"
+            print(f"ingest through {route}: {one['ingest_memories_per_s']:.0f} memories/s (service-side embedding)")
+        if one.get("enrichment"):
+            e = one["enrichment"]
+            print(f"enrichment: {e['stats']['successes']} memories, {e['stats']['entities']} entities, "
+                  f"{e['stats']['similar_edges']} SIMILAR_TO and {e['stats']['preceded_edges']} PRECEDED_BY edges; "
+                  f"done {e['wait_s']:.1f} s after ingest ({e['stats']['memories_per_worker_second']} memories/s per busy worker thread)")
     print(f"\nwritten to {out}")
     return 0
 

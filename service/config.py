@@ -254,6 +254,11 @@ class Settings(BaseSettings):
     # Memories of a thread (metadata session_id / conversation_id / thread_id, or a session: /
     # conversation: tag) are indexed with the text of the memory before them (service/threads/).
     thread_context_enabled: bool = True
+    # A memory that names no thread (no session / conversation / thread id, no Hindsight document_id)
+    # joins an inferred one: the memories of its bank with its tag set and the same timestamp the
+    # client stated (a session's turns stamped with the session's time). false: named threads only
+    # (service/threads/plan.py).
+    thread_infer_enabled: bool = True
     # engram profile: what a query keyword found only in that context counts, relative to one found
     # in the memory's own content (0 ignores the context in scoring; BM25 still reads it).
     search_thread_context_weight: float = Field(default=0.5, ge=0, le=1)

@@ -6,18 +6,28 @@ A memory of a thread (metadata `session_id` / `conversation_id` / `thread_id`, e
 before it in that thread, in `thread_context`: recall matches a question against the turn a memory
 answers ("What did you do yesterday?" -> "Went camping"). The stored content stays as given.
 
+A memory that names no thread may still be in one the client did not name:
+- a Hindsight document's chunks and items (`document_id`, Hindsight's own grouping): `document:<id>`;
+- an inferred burst (THREAD_INFER_ENABLED, default on): memories of one bank with the same tag set
+  and the same timestamp, as stated by the client, are one thread (`burst:<tags hash>@<epoch ms>`).
+  A client that stamps the turns of a session with the session's time sends exactly that (LoCoMo's
+  turns, a transcript imported session by session). Only a stated timestamp counts: one the service
+  gave (none sent) says nothing of the client's grouping, and an agent's notes written one after
+  another carry their own instants, so they never share one (docs/quality.md, issue 26).
+
 Order in a thread: the memory's timestamp, then `thread_seq` (when it was written, and its place in
 its batch), so turns that share a timestamp keep the order they were sent in.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.memory.codec import THREAD_FIELDS
-from service.memory.tags import hierarchy_key
+from service.memory.tags import hierarchy_key, normalize_tag
 from service.clock.instants import stored_datetime
 
 # The metadata keys that name a thread, in the order they are joined (AutoMem clients send session_id);
@@ -65,11 +75,37 @@ def epoch_ms(timestamp: str | None) -> int | None:
     return None if at is None else int(at.timestamp() * 1000)
 
 
-def thread_position(tags: Sequence[str], metadata: Mapping[str, Any], timestamp: str | None) -> dict[str, Any]:
+# Roots of the keys of threads no client named (so a PATCH knows a memory's thread was inferred).
+DOCUMENT_ROOT, BURST_ROOT = "document", "burst"
+
+
+def burst_key(tags: Sequence[str], at_ms: int) -> str:
+    """The inferred thread of the memories with this tag set (normalised, any order, duplicates
+    ignored) stated at this instant."""
+    names = sorted({normalize_tag(t) for t in tags})
+    digest = hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return f"{BURST_ROOT}:{digest}@{at_ms}"
+
+
+def thread_position(
+    tags: Sequence[str], metadata: Mapping[str, Any], timestamp: str | None, *,
+    document_id: str | None = None, stated: bool = False, infer: bool = True,
+) -> dict[str, Any]:
     """The thread a memory being written is in and its time there (None, None for no thread); the
-    linker adds its sequence number and context."""
+    linker adds its sequence number and context. The named thread (thread_key) first, else its
+    Hindsight document, else (`infer`, and the client `stated` the timestamp) its burst."""
     key = thread_key(tags, metadata)
-    return {"thread_key": key, "thread_at": epoch_ms(timestamp) if key else None}
+    at = epoch_ms(timestamp)
+    if key is None and isinstance(document_id, str) and document_id.strip():
+        key = f"{DOCUMENT_ROOT}:{document_id.strip()}"[:MAX_KEY]
+    if key is None and infer and stated and at is not None:
+        key = burst_key(tags, at)
+    return {"thread_key": key, "thread_at": at if key else None}
+
+
+def inferred(key: str | None) -> bool:
+    """Whether a stored thread key is a burst (inferred from a stated timestamp), not a named thread."""
+    return bool(key) and key.startswith(f"{BURST_ROOT}:")
 
 
 def context_of(content: str | None) -> str | None:

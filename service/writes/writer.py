@@ -26,7 +26,7 @@ from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore, item_failure
 from service.filters.clauses import by_tags_query
 from service.memory.tags import clean_tags, entity_names, normalize_tag, tag_prefixes
-from service.threads import ThreadLinker, thread_position
+from service.threads import ThreadLinker, inferred, thread_position
 from service.clock.terms import memory_date_terms
 from service.clock.instants import iso, iso_or_none, stored_datetime, utcnow
 from service.memory.limits import check_metadata, check_tags, check_text, check_vector
@@ -138,11 +138,13 @@ class MemoryWriter:
             "t_invalid": iso_or_none(req.t_invalid),
             "archived": bool(req.archived),
             "embedding_model": None if req.embedding is not None else self.embedder.short_name,  # POST /admin/reembed finds stale vectors by it
-            **thread_position(tags, metadata, timestamp),  # the linker adds the thread's context at write time
             "date_terms": memory_date_terms(req.content, stored_datetime(timestamp)),  # "yesterday" read against the timestamp
         }
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         doc.update(req.surface_fields())
+        # the thread (named, a Hindsight document's, or inferred from a stated timestamp); the linker adds its context at write time
+        doc.update(thread_position(tags, metadata, timestamp, document_id=doc.get("document_id"), stated=req.timestamp is not None,
+                                   infer=self.settings.thread_infer_enabled))
         if req.relevance_score is not None:
             doc["relevance_score"] = req.relevance_score
         for name in ("who", "project", "pinned"):  # stored only when given: other documents stay as they were
@@ -300,8 +302,10 @@ class MemoryWriter:
         updated_at = iso(req.updated_at or utcnow())
         # The vector's model id (POST /admin/reembed finds stale vectors by it): none for a given vector.
         model_id = None if req.embedding is not None else self.embedder.short_name
+        infer = self.settings.thread_infer_enabled
+
         def compute(current: dict[str, Any]) -> dict[str, Any]:
-            changes = patch_changes(current, req, given, vector, updated_at, model_id)
+            changes = patch_changes(current, req, given, vector, updated_at, model_id, infer=infer)
             return {**changes, **req.surface_changes(current, changes)}
 
         current, changes = self.store.read_modify_write(bank, memory_id, compute)
@@ -344,6 +348,7 @@ class MemoryWriter:
 
 def patch_changes(
     current: dict[str, Any], req: MemoryUpdate, given: dict[str, Any], vector: list[float] | None, updated_at: str, model_id: str | None,
+    *, infer: bool = True,
 ) -> dict[str, Any]:
     """The partial document a PATCH writes over `current` (pure; re-run if `current` moved on)."""
     changes: dict[str, Any] = {}
@@ -370,8 +375,11 @@ def patch_changes(
     if changes.get("timestamp") is None:
         changes.pop("timestamp", None)
     if "tags" in changes or "timestamp" in changes:  # the thread and the place in it (the linker re-links)
+        # A timestamp is stated when this PATCH gives it, or when the stored one already put the memory in a burst.
+        stated = "timestamp" in changes or inferred(current.get("thread_key"))
         changes.update(thread_position(changes.get("tags", current.get("tags") or []), changes.get("metadata", current.get("metadata") or {}),
-                                       changes.get("timestamp", current.get("timestamp"))))
+                                       changes.get("timestamp", current.get("timestamp")), document_id=current.get("document_id"),
+                                       stated=stated, infer=infer))
     if "content" in changes or "timestamp" in changes:
         changes["date_terms"] = memory_date_terms(changes.get("content", current.get("content")), stored_datetime(changes.get("timestamp", current.get("timestamp"))))
     check_validity_window(

@@ -6,7 +6,7 @@ import pytest
 
 from service.threads.plan import (
     CONTEXT_MAX_CHARS, Links, Member, context_fields, context_of, epoch_ms, neighbour_query, plan_links,
-    stored_updates, successors_query, thread_key, thread_position,
+    stored_updates, successors_query, thread_key, thread_position, burst_key, inferred,
 )
 
 
@@ -40,6 +40,35 @@ def test_thread_position():
     assert thread_position([], {"session_id": "s"}, "2023-05-08T13:56:00+00:00") == {"thread_key": "session:s", "thread_at": 1683554160000}
     assert thread_position(["misc"], {}, "2023-05-08T13:56:00+00:00") == {"thread_key": None, "thread_at": None}
     assert epoch_ms("1969-12-31T23:59:59+00:00") == -1000 and epoch_ms(None) is None
+
+
+T = "2023-05-08T13:56:00+00:00"
+
+
+def test_a_hindsight_document_is_a_thread_when_nothing_is_named():
+    assert thread_position([], {}, T, document_id="doc-1") == {"thread_key": "document:doc-1", "thread_at": 1683554160000}
+    # a named thread wins over the document; a blank document id names nothing
+    assert thread_position([], {"session_id": "s"}, T, document_id="doc-1")["thread_key"] == "session:s"
+    assert thread_position([], {}, T, document_id="  ")["thread_key"] is None
+
+
+def test_a_burst_is_the_tag_set_at_one_stated_instant():
+    burst = thread_position(["locomo:conv-26"], {"dia_id": "D1:1"}, T, stated=True)
+    assert burst == {"thread_key": burst_key(["locomo:conv-26"], 1683554160000), "thread_at": 1683554160000}
+    assert inferred(burst["thread_key"]) and not inferred("session:s") and not inferred(None)
+    # the same tag set in any order, case or repetition is the same burst; another set or instant is another
+    assert burst_key(["B", "a", "a"], 5) == burst_key(["a", "b"], 5) != burst_key(["a"], 5)
+    assert burst_key(["a"], 5) != burst_key(["a"], 6)
+    assert burst_key([], 5).startswith("burst:")  # untagged memories stated at one instant too
+
+
+def test_no_burst_without_a_stated_timestamp_or_when_switched_off():
+    # the service's own "now" says nothing of how the client grouped its writes
+    assert thread_position(["notes"], {}, T, stated=False) == {"thread_key": None, "thread_at": None}
+    assert thread_position(["notes"], {}, T, stated=True, infer=False) == {"thread_key": None, "thread_at": None}
+    assert thread_position(["notes"], {}, None, stated=True) == {"thread_key": None, "thread_at": None}
+    # a named thread is kept whatever the inference
+    assert thread_position([], {"session_id": "s"}, T, stated=True, infer=False)["thread_key"] == "session:s"
 
 
 def test_context_of_keeps_the_end_cut_at_a_word():
