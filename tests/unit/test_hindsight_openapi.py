@@ -27,3 +27,10 @@ def test_openapi_lists_hindsights_routes_with_its_422():
     assert curate["operationId"] == "update_memory" and "422" in curate["responses"]  # hindsight-client's names
     assert "422" not in schema["paths"]["/recall"]["get"]["responses"]
     assert {"TagGroupLeaf", "TagGroupAnd", "TagGroupOr", "TagGroupNot", "HTTPValidationError"} <= set(schema["components"]["schemas"])
+
+
+def test_every_schema_has_a_plain_name():
+    """Two surfaces' models of one class name made FastAPI fall back to module paths
+    (`service__api__hindsight__models__RecallBody`) in the document clients generate code from."""
+    names = create_app(Settings(automem_api_token="t")).openapi()["components"]["schemas"]
+    assert [n for n in names if "__" in n or not n.isidentifier()] == []

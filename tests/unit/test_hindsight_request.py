@@ -20,7 +20,7 @@ SETTINGS = Settings(automem_api_token="t")
 
 
 def build(bank: Bank | None = None, **body):
-    return to_request(M.RecallBody(query="what did we decide", **body), SETTINGS, bank=bank, bank_id="b1", now=NOW)
+    return to_request(M.HindsightRecallBody(query="what did we decide", **body), SETTINGS, bank=bank, bank_id="b1", now=NOW)
 
 
 def test_defaults():
@@ -72,14 +72,14 @@ def test_a_reranker_floor_is_refused():
 def test_query_timestamp_anchors_recency_and_relative_dates():
     req = build(query_timestamp="2023-05-30T23:40:00")
     assert req.query_time == datetime(2023, 5, 30, 23, 40, tzinfo=timezone.utc)
-    req = to_request(M.RecallBody(query="what happened last week", query_timestamp="2023-05-30T23:40:00"), SETTINGS, bank=None, bank_id="b", now=NOW)
+    req = to_request(M.HindsightRecallBody(query="what happened last week", query_timestamp="2023-05-30T23:40:00"), SETTINGS, bank=None, bank_id="b", now=NOW)
     assert (req.temporal_window.start, req.temporal_window.end) == (datetime(2023, 5, 22, tzinfo=timezone.utc), datetime(2023, 5, 29, tzinfo=timezone.utc))
     with pytest.raises(BadRequest, match="Invalid query_timestamp format"):
         build(query_timestamp="yesterday-ish")
 
 
 def test_temporal_window_replaces_the_query_dates():
-    req = to_request(M.RecallBody(query="what happened last week", temporal_window={"start": "2020-01-01T00:00:00Z", "end": "2020-02-01T00:00:00Z"}),
+    req = to_request(M.HindsightRecallBody(query="what happened last week", temporal_window={"start": "2020-01-01T00:00:00Z", "end": "2020-02-01T00:00:00Z"}),
                      SETTINGS, bank=None, bank_id="b", now=NOW)
     assert (req.temporal_window.start, req.temporal_window.end) == (datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2020, 2, 1, tzinfo=timezone.utc))
     with pytest.raises(BadRequest, match="temporal_window.end is before"):
@@ -88,15 +88,15 @@ def test_temporal_window_replaces_the_query_dates():
 
 def test_the_banks_switches():
     bank = Bank("b1", {"enable_text_search": False, "enable_temporal_retrieval": False, "enable_graph_retrieval": False})
-    req = to_request(M.RecallBody(query="yesterday", budget="high"), SETTINGS, bank=bank, bank_id="b1", now=NOW)
+    req = to_request(M.HindsightRecallBody(query="yesterday", budget="high"), SETTINGS, bank=bank, bank_id="b1", now=NOW)
     assert (req.keyword_search, req.temporal_window, req.expand_relations, req.expand_entities) == (False, None, False, False)
 
 
 def test_lone_surrogates_are_refused():
     # pydantic refuses them in the body already (FastAPI's 422); the request builder checks again
     with pytest.raises(ValueError, match="unable to parse raw data as a unicode string"):
-        M.RecallBody(query="a\ud800")
-    body = M.RecallBody.model_construct(query="a\ud800", tags=None, tags_match="any", tag_groups=None, types=None, min_scores=None,
+        M.HindsightRecallBody(query="a\ud800")
+    body = M.HindsightRecallBody.model_construct(query="a\ud800", tags=None, tags_match="any", tag_groups=None, types=None, min_scores=None,
                                         temporal_window=None, query_timestamp=None, budget="mid", prefer_observations=None)
     with pytest.raises(BadRequest, match="query is not valid Unicode"):
         to_request(body, SETTINGS, bank=None, bank_id="b", now=NOW)
@@ -127,6 +127,6 @@ def test_tag_group_nesting_is_bounded():
     for _ in range(M.MAX_TAG_GROUP_DEPTH):
         deep = {"not": deep}
     with pytest.raises(ValueError, match="tag_groups nest 9 levels deep; at most 8"):
-        M.RecallBody(query="q", tag_groups=[deep])
+        M.HindsightRecallBody(query="q", tag_groups=[deep])
     with pytest.raises(ValueError, match="at most 100"):
-        M.RecallBody(query="q", tag_groups=[{"or": [{"tags": ["a"]}] * 60}, {"or": [{"tags": ["b"]}] * 60}])
+        M.HindsightRecallBody(query="q", tag_groups=[{"or": [{"tags": ["a"]}] * 60}, {"or": [{"tags": ["b"]}] * 60}])

@@ -102,7 +102,7 @@ def test_include_blocks_respect_their_caps():
 
 
 def test_rerank_options_are_reported_unused():
-    from service.api.hindsight.models import RecallBody
+    from service.api.hindsight.models import HindsightRecallBody
 
-    assert H.warnings_of(RecallBody(query="q")) == []
-    assert H.warnings_of(RecallBody(query="q", rerank={"prune": True})) == ["rerank options have no effect: no decision model is configured for recall"]
+    assert H.warnings_of(HindsightRecallBody(query="q")) == []
+    assert H.warnings_of(HindsightRecallBody(query="q", rerank={"prune": True})) == ["rerank options have no effect: no decision model is configured for recall"]

@@ -26,7 +26,7 @@ def z(text: str) -> datetime:
 # --- temporal -------------------------------------------------------------------------------------------
 def resolved(query: str, time: dict | None) -> Temporal | None:
     """As the route does: the body validates `time` (its instants, facets and mode), resolve does the rest."""
-    body = M.RecallBody.model_validate({"query": query, "time": time})
+    body = M.SignetRecallBody.model_validate({"query": query, "time": time})
     return resolve(query, body.time, NOW, UTC)
 
 
@@ -240,23 +240,23 @@ def test_type_filter(given, expected):
 def test_filters_translate_signets_fields():
     from service.config import Settings
 
-    body = M.RecallBody.model_validate({"query": "q", "since": "2026-01-01T00:00:00Z", "until": ""})
+    body = M.SignetRecallBody.model_validate({"query": "q", "since": "2026-01-01T00:00:00Z", "until": ""})
     got = M.filters(Settings(), type_="preference", tags="editor, ui,editor", who=" claude-code ", project="", pinned=False,
                     importance_min=0.5, since=body.since, until=body.until)
     assert got == {"types": ["preference", "Preference"], "tags": ["editor", "ui"], "tag_mode": "all", "caller_tags_only": True, "who": "claude-code",
                    "project": None, "pinned": None, "importance_min": 0.5, "since": z("2026-01-01T00:00:00Z"), "until": None}
     with pytest.raises(ValueError, match="since"):
-        M.RecallBody.model_validate({"query": "q", "since": "soon"})
+        M.SignetRecallBody.model_validate({"query": "q", "since": "soon"})
     with pytest.raises(BadRequest, match="who"):
         M.filters(Settings(), type_=None, tags=None, who="a\ud800", project=None, pinned=None, importance_min=None, since=None, until=None)
 
 
 def test_body_accepts_snake_case_aliases():
-    body = M.RecallBody.model_validate({"query": "q", "include_recalled": True, "session_key": "s", "agent_id": "a",
+    body = M.SignetRecallBody.model_validate({"query": "q", "include_recalled": True, "session_key": "s", "agent_id": "a",
                                         "aggregate_budget": "MEDIUM", "save_aggregate": False, "importanceMin": 0.3})
     assert (body.includeRecalled, body.sessionKey, body.agentId, body.aggregateBudget, body.saveAggregate, body.importance_min) == (
         True, "s", "a", "medium", False, 0.3)
-    camel = M.RecallBody.model_validate({"query": "q", "includeRecalled": True, "sessionKey": "s", "aggregateBudget": "small"})
+    camel = M.SignetRecallBody.model_validate({"query": "q", "includeRecalled": True, "sessionKey": "s", "aggregateBudget": "small"})
     assert (camel.includeRecalled, camel.sessionKey, camel.aggregateBudget) == (True, "s", "small")
 
 

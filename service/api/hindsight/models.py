@@ -106,7 +106,7 @@ class TemporalWindow(_In):
     end: Instant = Field(..., description="End of the window (inclusive)")
 
 
-class RecallBody(_In):
+class HindsightRecallBody(_In):
     """Request model for recall endpoint (spec 002)."""
 
     query: str = Field(..., max_length=20_000)
@@ -155,7 +155,7 @@ class RecallScores(BaseModel):
     keyword: float | None = Field(None, description="BM25, when the keyword arm surfaced the result")
 
 
-class RecallResult(BaseModel):
+class HindsightRecallResult(BaseModel):
     id: str
     text: str
     type: str | None = None
@@ -172,12 +172,12 @@ class RecallResult(BaseModel):
     scores: RecallScores | None = None
 
 
-class RecallResponse(BaseModel):
-    results: list[RecallResult]
+class HindsightRecallResponse(BaseModel):
+    results: list[HindsightRecallResult]
     trace: dict[str, Any] | None = None
     entities: dict[str, Any] | None = None
     chunks: dict[str, Any] | None = None
-    source_facts: dict[str, RecallResult] | None = None
+    source_facts: dict[str, HindsightRecallResult] | None = None
     source_facts_truncated: bool | None = None
     warnings: list[str] | None = Field(None, description="What was accepted but had no effect (rerank options, ...)")
 
@@ -277,13 +277,13 @@ class BankProfileResponse(BaseModel):
     background: str | None = None
 
 
-class DeleteResponse(BaseModel):
+class HindsightDeleteResponse(BaseModel):
     success: bool
     message: str | None = None
     deleted_count: int | None = None
 
 
-class BankDeleteResponse(DeleteResponse):
+class BankDeleteResponse(HindsightDeleteResponse):
     memories_deleted: int
     edges_deleted: int
     consolidation_records_deleted: int

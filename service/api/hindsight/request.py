@@ -58,7 +58,7 @@ def leaf_of(g) -> G.Group:
     return G.Not(leaf_of(g.not_))
 
 
-def groups_of(body: M.RecallBody) -> tuple[G.Group, ...]:
+def groups_of(body: M.HindsightRecallBody) -> tuple[G.Group, ...]:
     groups: list[G.Group] = []
     if body.tags or body.tags_match == "exact":
         groups.append(G.Leaf(tuple(body.tags or ()), body.tags_match))
@@ -66,7 +66,7 @@ def groups_of(body: M.RecallBody) -> tuple[G.Group, ...]:
     return tuple(groups)
 
 
-def _check_strings(body: M.RecallBody) -> None:
+def _check_strings(body: M.HindsightRecallBody) -> None:
     check_text(body.query, "query")
     for tag in body.tags or ():
         check_text(tag, "tags[]")
@@ -75,12 +75,12 @@ def _check_strings(body: M.RecallBody) -> None:
             check_text(tag, "tag_groups[].tags[]")
 
 
-def query_time(body: M.RecallBody) -> datetime | None:
+def query_time(body: M.HindsightRecallBody) -> datetime | None:
     """Hindsight parses query_timestamp in the route and answers a bad one with a 400 (not its 422)."""
     return instant_param("query_timestamp", body.query_timestamp, hint=" format. Expected ISO format (e.g., '2023-05-30T23:40:00')")
 
 
-def to_request(body: M.RecallBody, settings, *, bank: Bank | None, bank_id: str, now: datetime) -> RecallRequest:
+def to_request(body: M.HindsightRecallBody, settings, *, bank: Bank | None, bank_id: str, now: datetime) -> RecallRequest:
     _check_strings(body)
     floors = body.min_scores or M.MinScores()
     if floors.reranker is not None:

@@ -1,5 +1,5 @@
 """The pipeline's answer (RecallRequest.detail: each result carries its stored memory and what its
-arms saw) -> Hindsight's RecallResponse: scores, the max_tokens cut, the include blocks, the trace.
+arms saw) -> Hindsight's HindsightRecallResponse: scores, the max_tokens cut, the include blocks, the trace.
 Pure functions; the source facts of observations are read by the route and passed in."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from service.api.hindsight import views
-from service.api.hindsight.models import RecallBody
+from service.api.hindsight.models import HindsightRecallBody
 from service.api.hindsight.tokens import TokenCounter
 
 
@@ -98,7 +98,7 @@ def source_facts_block(
     return out, truncated
 
 
-def trace_block(body: Mapping[str, Any], req: RecallBody, recall_request: Any, *, returned: int, candidates: int, tokens: int, seconds: float) -> dict[str, Any]:
+def trace_block(body: Mapping[str, Any], req: HindsightRecallBody, recall_request: Any, *, returned: int, candidates: int, tokens: int, seconds: float) -> dict[str, Any]:
     """What the recall did: the translated request, the arms of each result, the stage timings."""
     arms: dict[str, int] = {}
     for r in body.get("results", [])[:returned]:
@@ -126,7 +126,7 @@ def trace_block(body: Mapping[str, Any], req: RecallBody, recall_request: Any, *
     }
 
 
-def warnings_of(req: RecallBody) -> list[str]:
+def warnings_of(req: HindsightRecallBody) -> list[str]:
     out = []
     if req.rerank is not None and (req.rerank.prune is not None or req.rerank.dedup is not None):
         out.append("rerank options have no effect: no decision model is configured for recall")

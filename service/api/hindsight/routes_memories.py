@@ -15,7 +15,7 @@ from service.api.deps import SettingsDep, StoreDep, WriterDep
 from service.api.hindsight.deps import OperationsDep, ReadBank, RegistryDep, WriteBank
 from service.api.hindsight.operations import store_retained
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightError, HindsightRoute
-from service.api.hindsight.models import DeleteResponse, RetainBody, RetainResponse, TagsMatch
+from service.api.hindsight.models import HindsightDeleteResponse, RetainBody, RetainResponse, TagsMatch
 from service.storage.bank_queries import bank_tags_page
 from service.errors import BadRequest, NotFound
 from service.memory.models import valid_id
@@ -113,7 +113,7 @@ def get_memory(memory_id: str, scope: ReadBank, store: StoreDep) -> dict:
     return views.list_item(memory_id, source)
 
 
-@router.delete(f"{BANK}/memories/{{memory_id}}", response_model=DeleteResponse, summary="Delete memory unit", operation_id="delete_memory")
+@router.delete(f"{BANK}/memories/{{memory_id}}", response_model=HindsightDeleteResponse, summary="Delete memory unit", operation_id="delete_memory")
 def delete_memory(memory_id: str, scope: WriteBank, writer: WriterDep, emit: EmitDep) -> dict:
     """The memory, its edges and the supersessions it caused (as AutoMem's DELETE /memory/{id})."""
     writer.delete(scope.bank, memory_id)

@@ -11,7 +11,7 @@ from service.api.hindsight import response as H
 from service.api.deps import RecallDep, SettingsDep, StoreDep
 from service.api.hindsight.deps import ReadBank, RegistryDep, TokensDep
 from service.api.hindsight.errors import HINDSIGHT_ERRORS, HindsightRoute
-from service.api.hindsight.models import RecallBody, RecallResponse
+from service.api.hindsight.models import HindsightRecallBody, HindsightRecallResponse
 from service.api.hindsight.request import to_request
 from service.api.responses import dumps
 from service.errors import BadRequest
@@ -22,9 +22,9 @@ router = APIRouter(route_class=HindsightRoute, tags=["hindsight: recall"], respo
 
 
 @router.post(
-    "/v1/default/banks/{bank_id}/memories/recall", response_model=RecallResponse, summary="Recall memory", operation_id="recall_memories",
+    "/v1/default/banks/{bank_id}/memories/recall", response_model=HindsightRecallResponse, summary="Recall memory", operation_id="recall_memories",
 )
-def recall(body: RecallBody, scope: ReadBank, service: RecallDep, store: StoreDep, settings: SettingsDep, registry: RegistryDep,
+def recall(body: HindsightRecallBody, scope: ReadBank, service: RecallDep, store: StoreDep, settings: SettingsDep, registry: RegistryDep,
            tokens: TokensDep, emit: EmitDep, background: BackgroundTasks) -> Response:
     """Hybrid recall (vector, BM25, metadata and temporal arms in one engine round trip, AutoMem's
     ranking, graph expansion by budget), cut to `max_tokens` of result text."""

@@ -114,7 +114,7 @@ def invalidated_at(source: Mapping[str, Any]) -> str | None:
 
 
 def recall_result(memory_id: str, source: Mapping[str, Any], scores: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Hindsight's RecallResult."""
+    """Hindsight's HindsightRecallResult."""
     when = moment(source)
     kind = fact_type(source)
     out: dict[str, Any] = {

@@ -73,7 +73,7 @@ class TimeOptions(SignetBody):
     mode: Literal["auto", "timeline", "filter"] = Field("auto", description="timeline: the window in time order; filter: the query ranked inside it; auto: timeline without a content query")
 
 
-class RecallBody(SignetBody):
+class SignetRecallBody(SignetBody):
     """POST /api/memory/recall. Only `query` is required."""
 
     query: str | None = Field(None, description="What to recall (required); exact dates in it (2026/05/13, May 13 2026, yesterday) become a time window")
@@ -203,7 +203,7 @@ class RecallMeta(BaseModel):
     temporal: dict[str, Any] | None = Field(None, description="mode, source, originalQuery, contentQuery, start, end, facets")
 
 
-class RecallResponse(BaseModel):
+class SignetRecallResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     results: list[RecallRow]

@@ -97,8 +97,8 @@ def _json(body: dict[str, Any], background: BackgroundTasks | None = None, warni
     return Response(dumps(body), media_type="application/json", background=background)
 
 
-@router.post("/api/memory/recall", response_model=M.RecallResponse)
-def recall(body: M.RecallBody, scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
+@router.post("/api/memory/recall", response_model=M.SignetRecallResponse)
+def recall(body: M.SignetRecallBody, scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
            background: BackgroundTasks, emit: EmitDep) -> Response:
     """Hybrid recall (vector, BM25 and metadata arms, re-ranked) with Signet's filters, session dedupe
     (`sessionKey`, `includeRecalled`), date phrases in the query or a `time` window, and aggregate mode
@@ -113,7 +113,7 @@ def recall(body: M.RecallBody, scope: SignetReadScope, service: RecallDep, ledge
     return _json(out, background, body.warnings)
 
 
-@router.get("/api/memory/search", response_model=M.RecallResponse)
+@router.get("/api/memory/search", response_model=M.SignetRecallResponse)
 def search(params: Annotated[M.SearchQuery, Query()], scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
            background: BackgroundTasks, emit: EmitDep) -> Response:
     """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias"); `scope` names the bank."""
