@@ -19,6 +19,7 @@ from typing import Any
 from service.config import Settings
 from service.consolidation.runner import Consolidator, affected_count
 from service.clock.instants import iso
+from service.errors import EngineUnavailable
 from service.storage.history import TASKS, HistoryStore
 
 log = logging.getLogger("engram.consolidation")
@@ -107,6 +108,8 @@ class ConsolidationService:
         for bank in self.banks():
             try:
                 results += self.tick_bank(bank, now)
+            except EngineUnavailable as exc:
+                log.warning("consolidation tick of bank %s skipped: %s", bank, exc)
             except Exception:  # noqa: BLE001 - one bank's failure must not starve the others
                 log.exception("consolidation tick of bank %s failed", bank)
         return results
@@ -174,6 +177,8 @@ class ConsolidationService:
         while not self._stop.wait(self.settings.consolidation_tick_seconds):
             try:
                 self.tick()
+            except EngineUnavailable as exc:  # an outage (or a store being dropped): one line, no traceback
+                log.warning("consolidation scheduler tick skipped: %s", exc)
             except Exception:  # noqa: BLE001 - a failed tick is retried at the next one
                 log.exception("consolidation scheduler tick failed")
 
