@@ -5,10 +5,14 @@ validation errors (a 400 rather than a 422) and Starlette's HTTP errors."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 from service.api.responses import SafeJSONResponse as JSONResponse
 from service.errors import EngramError
@@ -36,6 +40,30 @@ def describe_validation(exc: RequestValidationError) -> str:
         msg = err.get("msg", "invalid value")
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts) or "Invalid request"
+
+
+def surface_route(body: Callable[..., dict], invalid: Callable[[RequestValidationError], Response]) -> type[APIRoute]:
+    """A route class for a surface with an error shape of its own (Hindsight's, Signet's): `body(code,
+    message, **extra)` shapes every error, `invalid` the validation errors. A route class is FastAPI's
+    documented way to customise one router's handling; the app-wide handlers below stay for the rest."""
+
+    class SurfaceRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            handler = super().get_route_handler()
+
+            async def route(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except RequestValidationError as exc:
+                    return invalid(exc)
+                except EngramError as exc:
+                    return JSONResponse(body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
+                except StarletteHTTPException as exc:
+                    return JSONResponse(body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+            return route
+
+    return SurfaceRoute
 
 
 def install_error_handlers(app: FastAPI) -> None:

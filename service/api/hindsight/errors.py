@@ -12,18 +12,14 @@ app-wide handlers in service/errors.py stay as they are for every other route.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
 from starlette.responses import Response
 
+from service.api.errors import error_body, surface_route
 from service.api.responses import SafeJSONResponse
-from service.api.errors import error_body
 from service.errors import EngramError
 
 
@@ -39,21 +35,7 @@ def validation_response(exc: RequestValidationError) -> Response:
     return SafeJSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
 
 
-class HindsightRoute(APIRoute):
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                return validation_response(exc)
-            except EngramError as exc:
-                return SafeJSONResponse(hindsight_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
-            except StarletteHTTPException as exc:
-                return SafeJSONResponse(hindsight_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
-
-        return route
+HindsightRoute = surface_route(hindsight_body, validation_response)
 
 
 # OpenAPI: what each Hindsight route can answer besides its 200.

@@ -11,40 +11,25 @@ service-wide shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
 from starlette.responses import Response
 
-from service.api.errors import describe_validation, error_body
+from service.api.errors import describe_validation, error_body, surface_route
 from service.api.responses import SafeJSONResponse
-from service.errors import EngramError
 
 
 def signet_body(code: int, message: str, **extra: Any) -> dict:
     return {"error": message, **error_body(code, message, **extra)}
 
 
-class SignetRoute(APIRoute):
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+def _invalid(exc: RequestValidationError) -> Response:
+    return SafeJSONResponse(signet_body(400, describe_validation(exc)), status_code=400)
 
-        async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                return SafeJSONResponse(signet_body(400, describe_validation(exc)), status_code=400)
-            except EngramError as exc:
-                return SafeJSONResponse(signet_body(exc.status_code, exc.message, **exc.extra), status_code=exc.status_code, headers=exc.headers)
-            except StarletteHTTPException as exc:
-                return SafeJSONResponse(signet_body(exc.status_code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
-        return route
+SignetRoute = surface_route(signet_body, _invalid)
 
 
 class SignetError(BaseModel):
