@@ -155,6 +155,4 @@ class ConsolidationIO:
         """Delete memories with their edges, thread places and the supersession state they caused (as DELETE does)."""
         if not ids:
             return 0
-        deleted = self.memories.delete_ids(ids)
-        self.writer.forget_graph(bank, list(ids))
-        return deleted
+        return self.writer.delete_many(bank, list(ids))[0]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from opensearchpy import OpenSearch, helpers
 
+from service.errors import EngineUnavailable
 from service.storage.client import engine_errors
 
 log = logging.getLogger("engram.storage")
@@ -71,13 +72,34 @@ def run_bulk(
     return outcomes
 
 
+class PartialDelete(EngineUnavailable):
+    """Some deletes of a bulk failed for a reason other than the document being gone already (a write
+    block, a rejected or failed shard): the others were applied. A delete is idempotent, so the whole
+    request can be retried. `failed` maps each id not deleted to its error."""
+
+    def __init__(self, what: str, deleted: int, failed: dict[str, ItemError]):
+        first = next(iter(failed.values()))
+        super().__init__(f"{what}: {len(failed)} of {deleted + len(failed)} deletes failed ({first.status} {first.type}: "
+                         f"{first.reason[:200]}); {deleted} applied; retrying is safe")
+        self.deleted, self.failed = deleted, failed
+
+
 def deleted_count(client: OpenSearch, actions: Sequence[dict], *, what: str, refresh: str | bool) -> int:
-    """Delete actions; how many documents were actually deleted (404s are not errors here)."""
+    """Delete actions; how many documents were actually deleted (a 404, already gone, is no error
+    here). Any other failed item raises PartialDelete once every action has been tried: a failed
+    delete is reported, never counted as done or dropped."""
     deleted = 0
+    failed: dict[str, ItemError] = {}
     with engine_errors(what, write=True):
         for ok, item in helpers.streaming_bulk(
             client, actions, chunk_size=CHUNK_ACTIONS, raise_on_error=False, raise_on_exception=True, refresh=refresh
         ):
-            if ok and item.get("delete", {}).get("result") == "deleted":
-                deleted += 1
+            info = item.get("delete", {})
+            if ok:
+                deleted += info.get("result") == "deleted"
+            elif not (error := _item_error(item)).missing:
+                failed[str(info.get("_id"))] = error
+    if failed:
+        log.warning("%s: %d of %d deletes failed (first: %s)", what, len(failed), len(actions), next(iter(failed.values())))
+        raise PartialDelete(what, deleted, failed)
     return deleted

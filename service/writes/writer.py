@@ -20,7 +20,7 @@ from service.graph.links import take_back_orphans
 from service.graph.registry import Association
 from service.graph.supersession import supersession_entry
 from service.memory.models import MemoryCreate, MemoryFields, MemoryUpdate, valid_id
-from service.storage.bulk import ItemError
+from service.storage.bulk import ItemError, PartialDelete
 from service.storage.client import MAYBE_APPLIED
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore, item_failure
@@ -327,11 +327,22 @@ class MemoryWriter:
         report = DeleteReport(matched=0, deleted=0)
         for chunk in self.store.id_pages(by_tags_query(bank, tags), DELETE_CHUNK):
             report.matched += len(chunk)
-            report.deleted += self.store.delete_ids(chunk)
-            edges, cleared = self.forget_graph(bank, chunk)
+            deleted, edges, cleared = self.delete_many(bank, chunk)
+            report.deleted += deleted
             report.edges_deleted += edges
             report.supersessions_cleared += cleared
         return report
+
+    def delete_many(self, bank: str, ids: list[str]) -> tuple[int, int, int]:
+        """Delete memories by id with their graph (forget_graph); (deleted, edges deleted, supersessions
+        cleared). When some deletes fail (PartialDelete, a 503), the graph of those that went is
+        forgotten all the same before the error is raised: no edge is left pointing at a deleted memory."""
+        try:
+            deleted = self.store.delete_ids(ids)
+        except PartialDelete as exc:
+            self.forget_graph(bank, [mid for mid in ids if mid not in exc.failed])
+            raise
+        return (deleted, *self.forget_graph(bank, ids))
 
     def forget_graph(self, bank: str, ids: list[str]) -> tuple[int, int]:
         """Edges live in the edges index only: a deleted memory takes its edges along, and memories it

@@ -90,3 +90,23 @@ def test_delete_by_tag_removes_memories_and_their_edges(api):
     # The memory a deleted one superseded is current again.
     assert "superseded_by" not in api.get(f"/memory/{old}").json()["memory"]
     assert api.delete("/memory/by-tag", params={"tags": "temp"}).json()["deleted_count"] == 0
+
+
+@pytest.mark.own_app("blocks writes on the app's memories index")
+def test_deletes_the_engine_refuses_are_reported_never_counted(api, os_client):
+    """A delete the engine refuses (here a write block on the memories index) is a 503 naming it,
+    never a 200 that counts it as not matched; nothing is left half-done that a retry cannot finish."""
+    doomed = [mem(api, f"temp {i}", tags=["Temp"]) for i in range(3)]
+    keep = mem(api, "keeper", tags=["keep"])
+    link(api, keep, doomed[0])
+    alias = api.app.state.settings.memories_alias
+    os_client.indices.put_settings(index=alias, body={"index.blocks.write": True})
+    try:
+        refused = api.delete("/memory/by-tag", params={"tags": "temp"})
+    finally:
+        os_client.indices.put_settings(index=alias, body={"index.blocks.write": None})
+    assert_error(refused, 503)
+    assert "3 of 3 deletes failed" in refused.json()["message"] and "retrying is safe" in refused.json()["message"]
+    assert all(api.get(f"/memory/{d}").status_code == 200 for d in doomed)
+    again = api.delete("/memory/by-tag", params={"tags": "temp"})
+    assert again.status_code == 200 and again.json()["deleted_count"] == 3 and again.json()["edges_deleted"] == 1
