@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh-connections", action="store_true", help="a new connection per recall (default: one keep-alive connection)")
     parser.add_argument("--profile", action="store_true", help="add a round under cProfile and group its CPU by stage")
     parser.add_argument("--py-spy", action="store_true", help="add a round sampled by py-spy (needs py-spy on PATH or beside python) and group it by stage")
+    parser.add_argument("--embed-cpu-ms", type=float, help="CPU ms of one question's embedding, measured apart (python -m bench.embed_query_cpu): "
+                        "py-spy's GIL samples miss onnxruntime's work, so with it the other stages share the rest")
     parser.add_argument("--out", type=Path, default=OUT / "latency-defaults.json")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             unprofiled = min(r["service_cpu_ms_per_recall_net_of_idle"] for r in plain) - native if plain else None
             row["profile"] = by_stage(profile, row["recalls"], unprofiled)
         if spy:
-            row["profile"] = spy_by_stage(spy, row["recalls"], row["service_cpu_ms_per_recall"])
+            row["profile"] = spy_by_stage(spy, row["recalls"], row["service_cpu_ms_per_recall"], args.embed_cpu_ms)
         result["rounds"].append(row)
         r = row["recall"]
         print(f"round {i + 1}{' (cProfile)' if profile else ''}: recall p50 {r['p50']:.1f} p95 {r['p95']:.1f} ms | service CPU ms/recall "

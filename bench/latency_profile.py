@@ -1,7 +1,9 @@
 """Where the service's CPU per recall goes: a cProfile dump of the service (bench/profiled_service.py,
-every Python thread timed by its own CPU clock) grouped by stage.
+every Python thread timed by its own CPU clock), or py-spy's raw stacks of it (spy_by_stage), grouped
+by stage.
 
     python -m bench.latency_profile bench/out/latency-defaults.prof 288 [unprofiled Python ms per recall]
+    python -m bench.latency_profile bench/out/latency-defaults.spy.txt 288 23.4 6.40   # service CPU, embedding CPU
 
 Each function has a home stage when its module (and name) says so (STAGES, first match wins);
 any other function (builtins such as orjson.loads or isinstance, generic helpers) is charged to
@@ -12,7 +14,9 @@ cProfile charges every call its own timer overhead (two thread_time reads, ~1-2 
 stages look larger than they are. Given the same run's CPU without the profiler, `corrected` takes
 off a fixed cost per call, fitted so that the stages sum to that CPU: corrected = profiled − calls ×
 (profiled total − unprofiled) / all calls. It is a model (the same overhead for every call), not a
-measurement; the ranking by profiled ms and by corrected ms are both given.
+measurement, and on the default-configuration run it undershot (FastAPI's parameter resolution
+0.34 ms against ~1 ms from py-spy's samples): rank by py-spy (spy_by_stage), use cProfile for call
+counts and for single C calls (the ONNX run, orjson), where its overhead is negligible.
 """
 
 from __future__ import annotations
@@ -147,11 +151,6 @@ def stage_table(profile: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    result = by_stage(Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else None)
-    print(stage_table(result))
-
-
 # --- py-spy's raw stacks ----------------------------------------------------------------------------
 FRAME = re.compile(r"^(?P<name>.*) \((?P<path>[^()]*):(?P<line>\d+)\)$")
 ENGINE_STAGES = ("engine client",)
@@ -185,9 +184,15 @@ def spy_stage(frames: list[tuple[str, str]]) -> str:
     return OTHER
 
 
-def spy_by_stage(path: Path, recalls: int, cpu_ms_per_recall: float | None) -> dict:
+EMBEDDING = "embedding the query"
+
+
+def spy_by_stage(path: Path, recalls: int, cpu_ms_per_recall: float | None, embed_cpu_ms: float | None = None) -> dict:
     """py-spy raw output (`frame;frame;... count` per line, root first) grouped by stage; each
-    stage's share of the samples times the service's CPU per recall in the same run gives ms."""
+    stage's share of the samples times the service's CPU per recall in the same run gives ms.
+    onnxruntime releases the GIL, so `--gil` samples miss most of the embedding: `embed_cpu_ms`
+    (measured apart, bench/embed_query_cpu.py) is then the embedding's row, and the other stages
+    share the rest of the CPU by their samples (the embedding's own samples left out)."""
     counts: dict[str, int] = {}
     for line in Path(path).read_text().splitlines():
         stack, _, n = line.rpartition(" ")
@@ -200,17 +205,33 @@ def spy_by_stage(path: Path, recalls: int, cpu_ms_per_recall: float | None) -> d
                 frames.append((spy_path(m["path"]), m["name"]))
         stage = spy_stage(frames)
         counts[stage] = counts.get(stage, 0) + int(n)
+    out = {"recalls": recalls, "samples": sum(counts.values()), "cpu_ms_per_recall": cpu_ms_per_recall, "embed_cpu_ms": embed_cpu_ms, "stages": {}}
+    rest_ms = cpu_ms_per_recall
+    if embed_cpu_ms is not None and cpu_ms_per_recall is not None:
+        out["stages"][EMBEDDING + " (measured apart)"] = {"samples": counts.pop(EMBEDDING, 0), "share": None, "ms": embed_cpu_ms}
+        rest_ms = cpu_ms_per_recall - embed_cpu_ms
     total = sum(counts.values()) or 1
-    out = {"recalls": recalls, "samples": total, "cpu_ms_per_recall": cpu_ms_per_recall, "stages": {}}
     for stage, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        out["stages"][stage] = {"samples": n, "share": round(n / total, 4),
-                                "ms": round(n / total * cpu_ms_per_recall, 3) if cpu_ms_per_recall is not None else None}
+        out["stages"][stage] = {"samples": n, "share": round(n / total, 4), "ms": round(n / total * rest_ms, 3) if rest_ms is not None else None}
     return out
 
 
 def spy_table(profile: dict) -> str:
-    lines = ["| stage | samples | share | ≈ CPU ms per recall (share × the run's service CPU per recall) |", "|---|---|---|---|"]
+    basis = "the run's service CPU per recall" + (f" less the embedding's {profile['embed_cpu_ms']} ms" if profile.get("embed_cpu_ms") is not None else "")
+    lines = [f"| stage | samples | share | ≈ CPU ms per recall (share × {basis}) |", "|---|---|---|---|"]
     for stage, row in profile["stages"].items():
-        lines.append(f"| {stage} | {row['samples']} | {row['share']:.1%} | {row['ms']:.2f} |")
+        share = "—" if row["share"] is None else f"{row['share']:.1%}"
+        ms = "—" if row["ms"] is None else f"{row['ms']:.2f}"
+        lines.append(f"| {stage} | {row['samples']} | {share} | {ms} |")
     lines.append(f"| **all** | {profile['samples']} | 100% | {profile['cpu_ms_per_recall']} |")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python -m bench.latency_profile FILE.prof RECALLS [UNPROFILED_MS]
+    # python -m bench.latency_profile FILE.spy.txt RECALLS SERVICE_CPU_MS [EMBED_CPU_MS]
+    path, n, rest = Path(sys.argv[1]), int(sys.argv[2]), [float(a) for a in sys.argv[3:]]
+    if path.name.endswith(".spy.txt"):
+        print(spy_table(spy_by_stage(path, n, rest[0], rest[1] if len(rest) > 1 else None)))
+    else:
+        print(stage_table(by_stage(path, n, rest[0] if rest else None)))
