@@ -3,6 +3,7 @@
     python -m bench.latency                                  # 10k and 100k memories, concurrency 1 and 8
     python -m bench.latency --sizes 1000000 --queries 100    # the long 1M run (loads ~1M memories first)
     python -m bench.latency --sizes 10000 --concurrency 1 --queries 50   # a quick look
+    python -m bench.latency --defaults --url http://127.0.0.1:9250     # default settings, LoCoMo questions (bench/latency_defaults.py)
 
 For each corpus size it (re)uses a corpus in the dedicated local node `bench` (2 GB heap, INDEX_PREFIX
 `bench-lat-<size>`; built with bench.corpus when missing), starts the service as its own process
@@ -82,16 +83,21 @@ def load_avg() -> list[float]:
 
 # --- the service as its own process ------------------------------------------------------------------
 class ServiceProcess:
-    def __init__(self, url: str, prefix: str, env: dict[str, str] | None = None):
+    def __init__(self, url: str, prefix: str, env: dict[str, str] | None = None, *, base_env: dict[str, str] | None = None,
+                 module: Sequence[str] = ("service",), server_args: Sequence[str] = ("--log-level", "warning")):
+        """`base_env`: the environment to start from (default this process's); `module`: what
+        `python -m` runs (bench.profiled_service wraps the service in cProfile); `server_args`: its
+        command-line options (by default a quieter log than the service's own default, info)."""
         from service.engine.local_node import free_port
 
         self.port = free_port()
-        self.env = {**os.environ, "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, **(env or {})}
+        self.module, self.server_args = list(module), list(server_args)
+        self.env = {**(os.environ if base_env is None else base_env), "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, **(env or {})}
         self.proc: subprocess.Popen | None = None
         self.base = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> str:
-        cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        cmd = [sys.executable, "-m", *self.module, "--host", "127.0.0.1", "--port", str(self.port), *self.server_args]
         self.log = open(OUT / f"service-{self.port}.log", "wb")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
@@ -390,6 +396,11 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--defaults" in argv:  # the service as configured by default, natural-language questions (bench/latency_defaults.py)
+        from bench import latency_defaults
+
+        return latency_defaults.main([a for a in argv if a != "--defaults"])
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (default 10000,100000)")
     parser.add_argument("--concurrency", default="1,8", help="comma-separated client counts (default 1,8)")
