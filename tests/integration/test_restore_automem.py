@@ -12,7 +12,7 @@ import pytest
 
 from service.admin.archive import member_name
 from tests.integration.admin_support import ADMIN_HEADERS, unit
-from tests.integration.support import fast_api, recall
+from tests.integration.support import fast_api, recall, same_vector
 
 TS = "20251019_085625"
 A, B, C, D, E = (f"00000000-0000-4000-8000-00000000000{i}" for i in range(1, 6))
@@ -99,7 +99,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert a["tag_prefixes"] == ["project", "project:billing", "entity", "entity:people", "entity:people:dana-smith"]
     assert a["embedding_model"] is None  # AutoMem does not say which model made its vectors: reembed will replace them
     c = api.get(f"/memory/{C}").json()["memory"]
-    assert c["t_invalid"] == "2099-10-03T09:00:00+00:00" and c["embedding_model"] == "all-MiniLM-L6-v2"
+    assert c["t_invalid"] == "2099-10-03T09:00:00+00:00" and c["embedding_model"] == api.app.state.embedder.short_name
     assert api.get(f"/memory/{D}").json()["memory"]["metadata"] == {}  # unparseable metadata, counted above
     e = api.get(f"/memory/{E}").json()["memory"]
     assert (e["content"], e["tags"], e["importance"], e["type"], e["metadata"]) == ("Only in Qdrant: the graph lost this one.", ["orphan"], 0.3, "Insight", {"k": "v"})
@@ -107,7 +107,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     store = api.app.state.memories
     vectors = store.vectors("default", [A, B, C, D])
     assert vectors[A][0] == pytest.approx(unit(7)) and vectors[B][0] == pytest.approx(unit(8))
-    assert vectors[D][0] == pytest.approx(embedder.embed_query("A memory whose vector came from a 768-dimensional model."), abs=1e-5)
+    assert same_vector(vectors[D][0], embedder.embed_query("A memory whose vector came from a 768-dimensional model."), embedder)
     # The supersession (B EVOLVED_INTO C) is recorded on B, so current-state recall resolves to C.
     b = api.get(f"/memory/{B}").json()["memory"]
     assert b["superseded_by"] == C and b["supersede_type"] == "EVOLVED_INTO"
@@ -121,7 +121,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert again["memories"]["restored"] == 5 and store.count() == 5
     reembedded = api.post("/admin/reembed", json={}, headers=ADMIN_HEADERS).json()
     assert reembedded["processed"] == 3  # A, B, E: vectors of an unknown model
-    assert store.vectors("default", [A])[A][0] == pytest.approx(embedder.embed_query("Chose PostgreSQL over MongoDB for billing."), abs=1e-5)
+    assert same_vector(store.vectors("default", [A])[A][0], embedder.embed_query("Chose PostgreSQL over MongoDB for billing."), embedder)
 
 
 def test_an_automem_backup_folder_restores_from_the_command_line(make_client, engine_url, tmp_path, capsys):
