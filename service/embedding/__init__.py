@@ -9,8 +9,9 @@ and why: docs/perf/embedding.md):
   (bert_graph.py); any other model is exported once with torch.onnx.export, which needs the
   `models` extra (st_route.py). Exact: cosine >= 0.99999 to sentence-transformers fp32.
 - `onnx-int8` (default): the same graph with onnxruntime dynamic int8 quantisation (per-channel
-  weights, MatMul and Attention). Faster; cosine ~0.99 to fp32, so rankings move a little (LoCoMo
-  dev recall@5 did not drop). Its vectors carry their own model id (Embedder.short_name).
+  weights, MatMul and Attention), one text a call (its activation scales are per call). Faster;
+  cosine ~0.99 to fp32, so rankings move a little (LoCoMo dev recall@5 did not drop). Its vectors
+  carry their own model id (Embedder.short_name).
 - `torch`: plain sentence-transformers (the `models` extra).
 
 Modules: embedder.py (the Embedder facade), layout.py (what a model folder says; the cache

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 
 def mem(api, content: str, **fields) -> str:
     resp = api.post("/memory", json={"content": content, **fields})
@@ -61,12 +59,3 @@ def count_requests(api, **params) -> tuple[dict, list[str]]:
     finally:
         client.transport.perform_request = original
     return body, calls
-
-
-def same_vector(got, want, embedder) -> bool:
-    """The vector the model gives the text. fp32 vectors are exact; int8 (the default backend)
-    quantises activations per model call, so a text embedded in a batch of others moves a little
-    from its vector alone (cosine ~0.987-1.0, measured in docs/perf/embedding.md)."""
-    if embedder.backend != "onnx-int8":
-        return got == pytest.approx(want, abs=1e-5)
-    return sum(a * b for a, b in zip(got, want)) > 0.98
