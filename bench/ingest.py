@@ -15,7 +15,7 @@ its own INDEX_PREFIX (`bench-ingest-*`, dropped afterwards) in the local node `b
 - `engine alone`: the importer's documents, built beforehand, as raw `_bulk` from 1 and 2 connections
   (refresh off): the engine's own ceiling on this machine.
 
-Service-side embedding uses EMBEDDING_BACKEND (default onnx). Writes bench/out/ingest.json and ingest.md.
+Service-side embedding uses EMBEDDING_BACKEND (default: the service's, onnx-int8). Writes bench/out/ingest.json and ingest.md.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from bench import corpus as C
 from bench.latency import OUT, ROOT, TOKEN, ServiceProcess, load_avg
+from service.config import Settings
 
 
 def records(n: int, *, vectors: bool, edges: bool, seed: int, embedder) -> list[dict]:
@@ -175,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=500, help="memories per POST /memory/batch (max 500, default 500)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for the second API row (default 4)")
     parser.add_argument("--url", help=f"OpenSearch URL (default: the local node {C.NODE_NAME!r})")
-    parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", "onnx"), help="EMBEDDING_BACKEND (default onnx)")
+    parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", Settings.model_fields["embedding_backend"].default),
+                        help="EMBEDDING_BACKEND (default: the service's)")
     parser.add_argument("--out", type=Path, default=OUT / "ingest.json")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)

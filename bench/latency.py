@@ -7,7 +7,7 @@
 
 For each corpus size it (re)uses a corpus in the dedicated local node `bench` (2 GB heap, INDEX_PREFIX
 `bench-lat-<size>`; built with bench.corpus when missing), starts the service as its own process
-(`python -m service`, EMBEDDING_BACKEND from the environment, default onnx) and, per query kind
+(`python -m service`, EMBEDDING_BACKEND from the environment, default the service's) and, per query kind
 (see bench/queries.py) and per concurrency:
 
 - `recall`: GET /recall over HTTP (keep-alive), client-side latency, plus the server's query_time_ms;
@@ -401,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         from bench import latency_defaults
 
         return latency_defaults.main([a for a in argv if a != "--defaults"])
+
+    from service.config import Settings
+
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (default 10000,100000)")
     parser.add_argument("--concurrency", default="1,8", help="comma-separated client counts (default 1,8)")
@@ -410,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="rebuild the corpora even when they exist (recalls leave deleted documents behind)")
     parser.add_argument("--prefix", default="bench-lat", help="INDEX_PREFIX stem; the corpus of size N lives in <prefix>-N")
     parser.add_argument("--url", help=f"OpenSearch URL (default: the local node {C.NODE_NAME!r}, started with a {C.NODE_HEAP} heap)")
-    parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", "onnx"), help="EMBEDDING_BACKEND of the service (default onnx)")
+    parser.add_argument("--backend", default=os.environ.get("EMBEDDING_BACKEND", Settings.model_fields["embedding_backend"].default),
+                        help="EMBEDDING_BACKEND of the service (default: the service's)")
     parser.add_argument("--enrichment", action="store_true", help="keep the service's enrichment worker on (it works through the corpus's backlog meanwhile)")
     parser.add_argument("--out", type=Path, default=OUT / "latency.json")
     args = parser.parse_args(argv)
@@ -420,7 +424,6 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    from service.config import Settings
     from service.embedding import Embedder
 
     url = C.node_url(args.url)

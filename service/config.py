@@ -78,10 +78,16 @@ class Settings(BaseSettings):
     # --- memories ---
     embedding_model: str = Field(default_factory=default_embedding_model)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)  # texts per model call
-    # onnx (default: the model's ONNX graph on onnxruntime, exact, ~4x faster per query than torch; built
-    # without torch for BERT-family models), onnx-int8 (dynamic int8: faster, cosine ~0.99 to fp32) or torch
-    # (plain sentence-transformers: the models extra). See service/embedding/__init__.py.
-    embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx"
+    # onnx-int8 (default: the model's ONNX graph with dynamic int8, ~1.6-2x fp32's memories/s, cosine ~0.99
+    # to fp32, LoCoMo dev recall@5 equal or better: docs/perf/embedding.md), onnx (the same graph in fp32,
+    # exact to sentence-transformers; built without torch for BERT-family models) or torch (plain
+    # sentence-transformers: the models extra). See service/embedding/__init__.py.
+    embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
+    # Concurrent single-memory writes embedded in one model call (service/embedding/batcher.py): the
+    # first text of a batch waits at most EMBEDDING_BATCH_WINDOW_MS for others (up to EMBEDDING_BATCH_SIZE).
+    # Off: on 2 shared cores it did not raise POST /memory throughput at 8 clients (docs/perf/embedding.md).
+    embedding_write_batching: bool = False
+    embedding_batch_window_ms: float = Field(default=2.0, ge=0, le=100)
     memory_content_max: int = Field(default=20_000, ge=1, le=1_000_000)
 
     # --- input limits (nothing a client stores may later break a read; see service/memory/limits.py) ---

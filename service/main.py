@@ -38,6 +38,7 @@ from service.storage.memories import MemoryStore
 from service.storage.operations import OperationStore
 from service.stream import EventBus
 from service.writes.writer import MemoryWriter
+from service.admin.reembed import warn_other_models
 
 log = logging.getLogger("engram")
 
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
+        await anyio.to_thread.run_sync(lambda: warn_other_models(state.memories, model.short_name))
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
         state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
@@ -135,6 +137,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             await anyio.to_thread.run_sync(state.enrichment.stop)
             state.consolidation.stop()
             await anyio.to_thread.run_sync(state.observability.stop)
+            await anyio.to_thread.run_sync(state.writer.close)
             state.events.close()
             client.close()
 

@@ -85,10 +85,10 @@ def engine_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from service.config import default_embedding_model
+    from service.config import Settings, default_embedding_model
     from service.embedding import Embedder
 
-    return Embedder(default_embedding_model())
+    return Embedder(default_embedding_model(), backend=Settings.model_fields["embedding_backend"].default)  # the default backend
 
 
 @pytest.fixture(scope="session")

@@ -118,3 +118,29 @@ def _batch(store: MemoryStore, bank: str, embedder, docs: list[transfer.Doc], re
             result.failed_ids.append(d.id)
         else:
             result.processed += 1
+
+
+def other_models(store: MemoryStore, model: str) -> dict[str, int]:
+    """Memories per bank whose vector another model (or backend) made: until they are re-embedded,
+    recall compares this model's query vectors with theirs. Vectors a client sent (no model) are not counted."""
+    body = {
+        "size": 0, "track_total_hits": False,
+        "query": {"bool": {"filter": [{"exists": {"field": "embedding_model"}}], "must_not": [{"term": {"embedding_model": model}}]}},
+        "aggs": {"banks": {"terms": {"field": "bank", "size": 20}}},
+    }
+    return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
+
+
+def warn_other_models(store: MemoryStore, model: str) -> None:
+    """One start-up warning when stored vectors come from another model or EMBEDDING_BACKEND; never fails the start."""
+    try:
+        banks = other_models(store, model)
+    except EngramError as exc:
+        log.warning("could not check the stored vectors' model: %s", exc.message)
+        return
+    if banks:
+        listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(banks.items()))
+        log.warning(
+            "memories in banks %s have vectors of another embedding model or backend than %s; recall mixes the two until "
+            "they are re-embedded: POST /admin/reembed (per bank) or `engram reembed`, or set EMBEDDING_BACKEND back", listed, model,
+        )

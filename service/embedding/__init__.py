@@ -1,27 +1,32 @@
 """Sentence embeddings; the model loads once, vectors are unit length.
 
-Three backends, chosen by EMBEDDING_BACKEND (measured by `python -m bench.embedder`):
+Three backends, chosen by EMBEDDING_BACKEND (measured by `python -m bench.embedder`; the default
+and why: docs/perf/embedding.md):
 
-- `onnx` (default): the model's ONNX graph, run with onnxruntime and the model's fast tokenizer
+- `onnx`: the model's ONNX graph, run with onnxruntime and the model's fast tokenizer
   (`tokenizers`). For BERT-family sentence-transformers models (all-MiniLM-L6-v2, the default) the
   graph is written straight from model.safetensors and config.json, without torch
   (bert_graph.py); any other model is exported once with torch.onnx.export, which needs the
   `models` extra (st_route.py). Exact: cosine >= 0.99999 to sentence-transformers fp32.
-- `onnx-int8`: the same graph with onnxruntime dynamic int8 quantisation (per-channel weights,
-  MatMul and Attention). Faster; cosine ~0.99 to fp32, so rankings move a little.
+- `onnx-int8` (default): the same graph with onnxruntime dynamic int8 quantisation (per-channel
+  weights, MatMul and Attention), one text a call (its activation scales are per call). Faster;
+  cosine ~0.99 to fp32, so rankings move a little (LoCoMo dev recall@5 did not drop). Its vectors
+  carry their own model id (Embedder.short_name).
 - `torch`: plain sentence-transformers (the `models` extra).
 
 Modules: embedder.py (the Embedder facade), layout.py (what a model folder says; the cache
 folder), bert_graph.py (the graph builder), onnx_files.py (the cached ONNX folder, fusions, int8),
-onnx_runtime.py (onnxruntime + tokenizers), st_route.py (sentence-transformers and torch).
+onnx_runtime.py (onnxruntime + tokenizers), st_route.py (sentence-transformers and torch),
+batcher.py (concurrent single-text calls gathered into one model call: the write path's).
 """
 
 from service.embedding.embedder import BACKENDS, QUERY_CACHE_SIZE, Embedder, check_model
+from service.embedding.batcher import MicroBatcher
 from service.embedding.layout import EmbeddingError, model_files_digest, onnx_cache_dir
 from service.embedding.onnx_runtime import OnnxBackend
 from service.embedding.st_route import ModelsExtraMissing
 
 __all__ = [
-    "BACKENDS", "QUERY_CACHE_SIZE", "Embedder", "EmbeddingError", "ModelsExtraMissing", "OnnxBackend",
+    "BACKENDS", "QUERY_CACHE_SIZE", "Embedder", "EmbeddingError", "MicroBatcher", "ModelsExtraMissing", "OnnxBackend",
     "check_model", "model_files_digest", "onnx_cache_dir",
 ]

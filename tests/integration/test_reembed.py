@@ -46,11 +46,11 @@ def test_only_memories_of_another_model_unless_forced(api, os_client, embedder):
     ids = populate(api)
     assert models(api, os_client)[ids["vec"]] is None  # a client's vector: no model recorded
     body = reembed(api)
-    assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": "all-MiniLM-L6-v2", "dimension": 384,
+    assert body == {"status": "complete", "processed": 1, "failed": 0, "total": 1, "batch_size": 32, "model": embedder.short_name, "dimension": 384,
                     "metadata_preserved": True}
     vector = api.app.state.memories.vectors("default", [ids["vec"]])[ids["vec"]][0]
     assert vector == pytest.approx(embedder.embed_query("A memory stored with its own vector."), abs=1e-5)
-    assert set(models(api, os_client).values()) == {"all-MiniLM-L6-v2"}
+    assert set(models(api, os_client).values()) == {embedder.short_name}
     assert reembed(api)["processed"] == 0
     forced = reembed(api, force=True, batch_size=4)
     assert (forced["processed"], forced["total"], forced["batch_size"]) == (6, 6, 4)
@@ -63,7 +63,7 @@ def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, em
     other = restart(api, hashed)
     try:
         assert reembed(other, limit=2)["processed"] == 2  # newest first, as AutoMem
-        assert sorted(m for m in models(other, os_client).values()) == ["all-MiniLM-L6-v2"] * 4 + ["hash-384"] * 2
+        assert sorted(m for m in models(other, os_client).values()) == [embedder.short_name] * 4 + ["hash-384"] * 2
         assert reembed(other)["processed"] == 4 and reembed(other)["processed"] == 0
         content = other.get(f"/memory/{ids['backup']}").json()["memory"]["content"]
         assert other.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0] == pytest.approx(hashed.embed_query(content), abs=1e-6)
@@ -113,4 +113,27 @@ def test_reembed_command_against_the_engine(api, capsys):
     s = api.app.state.settings
     assert main(["reembed", "--url", s.opensearch_url, "--prefix", s.index_prefix, "--force", "--json", "--no-progress"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["processed"], out["failed"], out["model"]) == (6, 0, "all-MiniLM-L6-v2")
+    assert (out["processed"], out["failed"], out["model"]) == (6, 0, api.app.state.embedder.short_name)
+
+
+def test_a_change_of_model_or_backend_is_warned_at_start_until_reembedded(api, embedder, caplog):
+    from service.admin.reembed import other_models
+
+    populate(api)  # five memories embedded by the configured model, one with a client's vector
+    hashed = HashEmbedder(384, "hash-384")  # what a change of EMBEDDING_BACKEND looks like: another model id, same size
+    with caplog.at_level("WARNING", logger="engram.reembed"):
+        other = restart(api, hashed)
+    try:
+        warned = [r.getMessage() for r in caplog.records if r.name == "engram.reembed"]
+        assert len(warned) == 1 and "banks default (5)" in warned[0] and "hash-384" in warned[0] and "POST /admin/reembed" in warned[0]
+        assert other_models(other.app.state.memories, hashed.short_name) == {"default": 5}
+        assert other_models(other.app.state.memories, embedder.short_name) == {}
+        reembed(other)
+        assert other_models(other.app.state.memories, hashed.short_name) == {}
+    finally:
+        other.__exit__(None, None, None)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="engram.reembed"):
+        again = restart(api, hashed)
+    again.__exit__(None, None, None)
+    assert [r for r in caplog.records if r.name == "engram.reembed"] == []

@@ -99,7 +99,7 @@ def test_automem_archive_restores_with_every_field(make_client, embedder):
     assert a["tag_prefixes"] == ["project", "project:billing", "entity", "entity:people", "entity:people:dana-smith"]
     assert a["embedding_model"] is None  # AutoMem does not say which model made its vectors: reembed will replace them
     c = api.get(f"/memory/{C}").json()["memory"]
-    assert c["t_invalid"] == "2099-10-03T09:00:00+00:00" and c["embedding_model"] == "all-MiniLM-L6-v2"
+    assert c["t_invalid"] == "2099-10-03T09:00:00+00:00" and c["embedding_model"] == api.app.state.embedder.short_name
     assert api.get(f"/memory/{D}").json()["memory"]["metadata"] == {}  # unparseable metadata, counted above
     e = api.get(f"/memory/{E}").json()["memory"]
     assert (e["content"], e["tags"], e["importance"], e["type"], e["metadata"]) == ("Only in Qdrant: the graph lost this one.", ["orphan"], 0.3, "Insight", {"k": "v"})
