@@ -264,7 +264,7 @@ class Importer:
             req = MemoryCreate.model_validate(fields)
             if req.supersedes:
                 raise EngramError("supersedes is not imported; give an association of type EVOLVED_INTO or INVALIDATED_BY from the old memory")
-            prepared = self.writer.prepare(self.bank, req, now)
+            prepared = self.writer.prepare(self.bank, req, now, imported=record)
             doc = prepared.doc
             if record.get("supersessions") is not None:
                 doc.update(supersession_summary(check_supersessions(record["supersessions"])))

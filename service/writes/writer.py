@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from scoring.components import metadata_terms
@@ -19,6 +20,7 @@ from service.memory.types import EXPLICIT_TYPE_CONFIDENCE, classify, canonical_t
 from service.graph.links import take_back_orphans
 from service.graph.registry import Association
 from service.graph.supersession import supersession_entry
+from service.memory.codec import without_derived
 from service.memory.models import MemoryCreate, MemoryFields, MemoryUpdate, valid_id
 from service.storage.bulk import ItemError, PartialDelete
 from service.storage.client import MAYBE_APPLIED
@@ -119,7 +121,14 @@ class MemoryWriter:
                 check_text(getattr(req, name), f"{where}{name}", max_chars=limits.tag_chars)
         check_metadata(req.metadata, limits, f"{where}metadata")
 
-    def prepare(self, bank: str, req: MemoryCreate, now: datetime, where: str = "", *, memory_id: str | None = None) -> Prepared:
+    def prepare(self, bank: str, req: MemoryCreate, now: datetime, where: str = "", *, memory_id: str | None = None,
+                imported: Mapping[str, Any] | None = None) -> Prepared:
+        """The stored document of a new memory. `imported`: the stored fields an imported memory comes
+        with, which place it in its thread as they did when it was first written: its Hindsight
+        `document_id`, and its enrichment, whose derived tags are no part of the tag set a burst is
+        keyed on (the caller's tags are)."""
+        imported = imported or {}
+        enrichment = imported.get("enrichment") if isinstance(imported.get("enrichment"), dict) else None
         self.validate(req, where, content=req.content, embedding=req.embedding)
         warnings: list[str] = []
         if req.type is not None:
@@ -155,7 +164,8 @@ class MemoryWriter:
         check_validity_window(doc["t_valid"], doc["t_invalid"], where)
         doc.update(req.surface_fields())
         # the thread (named, a Hindsight document's, or inferred from a stated timestamp); the linker adds its context at write time
-        doc.update(thread_position(tags, metadata, timestamp, document_id=doc.get("document_id"), stated=req.timestamp is not None,
+        document_id = doc.get("document_id") or imported.get("document_id")
+        doc.update(thread_position(without_derived(tags, enrichment), metadata, timestamp, document_id=document_id, stated=req.timestamp is not None,
                                    infer=self.settings.thread_infer_enabled))
         if req.relevance_score is not None:
             doc["relevance_score"] = req.relevance_score
@@ -400,7 +410,9 @@ def patch_changes(
     if "tags" in changes or "timestamp" in changes:  # the thread and the place in it (the linker re-links)
         # A timestamp is stated when this PATCH gives it, or when the stored one already put the memory in a burst.
         stated = "timestamp" in changes or inferred(current.get("thread_key"))
-        changes.update(thread_position(changes.get("tags", current.get("tags") or []), changes.get("metadata", current.get("metadata") or {}),
+        # keyed on the caller's tags: enrichment's derived ones would move an enriched memory out of its burst
+        tags = without_derived(changes.get("tags", current.get("tags") or []), current.get("enrichment") if isinstance(current.get("enrichment"), dict) else None)
+        changes.update(thread_position(tags, changes.get("metadata", current.get("metadata") or {}),
                                        changes.get("timestamp", current.get("timestamp")), document_id=current.get("document_id"),
                                        stated=stated, infer=infer))
     if "content" in changes or "timestamp" in changes:

@@ -4,6 +4,7 @@ session's time. Unrelated notes written one after another are never threaded."""
 
 from __future__ import annotations
 
+from tests.conftest import ADMIN
 from tests.integration.hindsight_support import retain
 from tests.integration.support import recall
 from tests.integration.test_thread_context import at, context, stored
@@ -123,3 +124,36 @@ def test_a_hindsight_document_is_threaded_chunk_by_chunk(make_client):
     more = retain(api, "h", {"content": "Paragraph 4: the old cluster is switched off.", "document_id": "plan-doc", "update_mode": "append"})
     (last,) = more["memory_ids"]
     assert context(api, last)[0] == ids[-1]
+
+
+def _wait_enriched(api, mid: str, timeout: float = 90.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (memory := api.get(f"/memory/{mid}").json()["memory"]).get("enrichment", {}).get("status") != "done":
+        assert time.monotonic() < deadline, f"{mid} was not enriched"
+        time.sleep(0.1)
+    return memory
+
+
+def test_enrichments_derived_tags_never_move_a_memory_out_of_its_burst(make_client):
+    """A burst is keyed on the caller's tag set: the `entity:` tags enrichment adds later are no part of
+    it, neither when a PATCH re-places the memory nor when an export is imported (the round-trip
+    property test found an imported memory in another burst than its siblings, CI 2026-12-02)."""
+    api = make_client(write_refresh="true", enrichment_enabled=True, enrichment_idle_sleep_seconds=0.1)
+    first, second = batch(api, [{"content": "Caroline visited Paris with Melanie.", "tags": ["trip"], "timestamp": SESSION},
+                                {"content": "Melanie loved the Louvre.", "tags": ["trip"], "timestamp": SESSION}])
+    memory = _wait_enriched(api, first)
+    assert set(memory["tags"]) > {"trip"}, memory["tags"]  # enrichment derived tags of its own
+    key = stored(api, first)["thread_key"]
+    assert key == stored(api, second)["thread_key"] and key.startswith("burst:")
+    patched = api.patch(f"/memory/{first}", json={"timestamp": SESSION, "content": "Caroline visited Paris and Lyon with Melanie."})
+    assert patched.status_code == 200, patched.text
+    assert stored(api, first)["thread_key"] == key
+    _wait_enriched(api, second)
+    archive = api.get("/backup", headers={"X-Admin-Token": ADMIN})
+    assert archive.status_code == 200, archive.text
+    target = make_client(write_refresh="true")
+    restored = target.post("/admin/restore", files={"file": ("backup.tar.gz", archive.content, "application/gzip")}, headers={"X-Admin-Token": ADMIN})
+    assert restored.status_code == 200, restored.text
+    assert stored(target, first)["thread_key"] == stored(target, second)["thread_key"] == key
