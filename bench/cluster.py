@@ -24,7 +24,7 @@ from collections import Counter
 
 import httpx
 
-from bench.latency import OUT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile
 from service.engine.local_node import LocalNode, cluster_health, free_port
 
 NODES = 3

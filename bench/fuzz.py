@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     from opensearchpy import OpenSearch
 
     from bench import corpus as C
-    from bench.latency import OUT, TOKEN, ServiceProcess
+    from bench.serving import OUT, TOKEN, ServiceProcess
     from service.config import Settings
     from service.main import create_app
 

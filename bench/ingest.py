@@ -35,7 +35,7 @@ import orjson
 from tqdm import tqdm
 
 from bench import corpus as C
-from bench.latency import OUT, ROOT, TOKEN, ServiceProcess, load_avg
+from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg
 from service.config import Settings
 
 

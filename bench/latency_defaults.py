@@ -45,7 +45,7 @@ import orjson
 
 from bench import locomo
 from bench.cpu import CpuMeter, ThreadMeter, cpu_seconds
-from bench.latency import (
+from bench.serving import (
     OUT,
     TOKEN,
     ServiceProcess,

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from bench import corpus as C
-from bench.latency import TOKEN, ServiceProcess, percentile
+from bench.serving import TOKEN, ServiceProcess, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

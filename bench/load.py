@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 import httpx
 
 from bench import corpus as C
-from bench.latency import OUT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile
 
 SEED_MEMORIES = 2_000
 QUERY_WORDS = ("deploy", "database", "postgres", "meeting", "budget", "release", "customer", "latency", "design", "review",

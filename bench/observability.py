@@ -22,7 +22,7 @@ import uuid
 import httpx
 from opensearchpy import OpenSearch
 
-from bench.latency import TOKEN, ServiceProcess, load_avg
+from bench.serving import TOKEN, ServiceProcess, load_avg
 from service.storage.bootstrap import drop_prefix
 
 CONFIGS = {

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from bench import corpus as C
-from bench.latency import TOKEN, ServiceProcess
+from bench.serving import TOKEN, ServiceProcess
 from bench.lifecycle import OUT, engram
 
 ADMIN = "bench-admin-token"

@@ -3,7 +3,7 @@
     python -m bench.service_faults                       # 4 writers, 2 kills, 60 s
     python -m bench.service_faults --kills 1 --seconds 30
 
-Runs `python -m service` (bench.latency.ServiceProcess, enrichment ON) on a fresh INDEX_PREFIX of
+Runs `python -m service` (bench.serving.ServiceProcess, enrichment ON) on a fresh INDEX_PREFIX of
 OPENSEARCH_URL (default http://127.0.0.1:9250), dropped at the end. WRITERS threads each send one
 logical write after another, retried with the same key until acknowledged (a refused connection
 while the service is down, a 503): POST /memory with an Idempotency-Key, POST /memory/batch with
@@ -28,7 +28,7 @@ from collections import Counter
 import httpx
 from opensearchpy import OpenSearch, helpers
 
-from bench.latency import OUT, TOKEN, ServiceProcess
+from bench.serving import OUT, TOKEN, ServiceProcess
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 BANK = "faults"

@@ -28,7 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from bench.corpus import CorpusGenerator
-from bench.latency import percentile
+from bench.serving import percentile
 from bench.queries import QUESTION_TEMPLATES
 from service.storage.bootstrap import drop_prefix
 

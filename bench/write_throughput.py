@@ -29,7 +29,7 @@ import uuid
 import httpx
 
 from bench import corpus as C
-from bench.latency import OUT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile
 
 BASE_ENV = {"ENRICHMENT_ENABLED": "false", "CONSOLIDATION_TICK_SECONDS": "0"}
 VARIANTS = ("unbatched:EMBEDDING_WRITE_BATCHING=false", "batched-2ms:EMBEDDING_WRITE_BATCHING=true,EMBEDDING_BATCH_WINDOW_MS=2",

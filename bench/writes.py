@@ -25,7 +25,7 @@ import uuid
 import httpx
 
 from bench import corpus as C
-from bench.latency import OUT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile
 
 MODES = ("wait_for", "true", "false", "interval:200ms")
 
