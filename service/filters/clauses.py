@@ -15,6 +15,7 @@ from service.memory.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = list(codec.SOURCE_EXCLUDES)  # what no reader of _source needs (service/memory/codec.py)
 SOURCE = {"excludes": SOURCE_EXCLUDES}
+RECALL_SOURCE = {"excludes": list(codec.RECALL_SOURCE_EXCLUDES)}  # a recall's arms (codec.RECALL_SOURCE_EXCLUDES)
 
 
 # Consolidation's cluster summaries are Hindsight's observations.

@@ -146,7 +146,9 @@ def plan_arms(
         arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), C.fallback_filter(flt_spec))))
     # Arms that return hits need no total: counting every match up to 10,000 keeps Lucene from
     # skipping non-competitive documents (measured at 100k: the keyword arm alone 13.3 -> 9.7 ms p50).
-    arms = [(name, {**body, "track_total_hits": False}) for name, body in arms]
+    # Hits carry what the recall stages and the surfaces' views read; `detail` shows the whole memory.
+    source = C.SOURCE if req.detail else C.RECALL_SOURCE
+    arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))
         arms += [(f"{DF_PREFIX}{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]

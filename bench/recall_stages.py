@@ -1,0 +1,118 @@
+"""CPU of one recall by stage, in process: RecallService.recall over the corpus `bench.latency
+--defaults` stores (run that first), the real embedder, the LoCoMo dev questions twice; the second
+pass (query cache warm: no embedding) is reported. No HTTP, no profiler: each stage is the thread
+CPU (time.thread_time) of the function the pipeline calls for it, wrapped for the run.
+
+    python -m bench.recall_stages [--url http://127.0.0.1:9250] [--prefix bench-latdef] [--passes 2]
+
+Stages: the `_msearch` round trip (of it, the JSON decode of the response), the arms' hits merged
+(`parse_responses`), hits made `Candidate`s, scoring (`rank`), the thread-neighbour bonus,
+placement, current state, shaping, and the teardown: from the pipeline's last step
+(`shaping.response_body`) to its return, mostly Python freeing what the recall built. The rest of
+`RecallService.recall` is "other". Access tracking is off (nothing is deferred).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from bench.latency_defaults import PREFIX, questions
+from bench.locomo import DEFAULT_DATA
+
+
+class StageClock:
+    """Thread CPU per stage for the current recall: `wrap(owner, attr, stage)` patches a callable."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = defaultdict(float)
+        self.runs: list[dict[str, float]] = []
+
+    def wrap(self, owner, attr: str, stage: str) -> None:
+        inner = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            started = time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.current[stage] += (time.thread_time() - started) * 1000
+
+        setattr(owner, attr, timed)
+
+    def close(self, total_ms: float, teardown_ms: float) -> None:
+        row = dict(self.current)
+        row["teardown"] = teardown_ms
+        row["other"] = total_ms - sum(v for k, v in row.items() if k not in ("decode",))  # decode is inside msearch
+        row["total"] = total_ms
+        self.runs.append(row)
+        self.current = defaultdict(float)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall_stages", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", default="http://127.0.0.1:9250")
+    parser.add_argument("--prefix", default=PREFIX)
+    parser.add_argument("--passes", type=int, default=2, help="passes over the questions; the first warms the query cache and is not reported")
+    args = parser.parse_args(argv)
+    from service.api.automem.recall_models import RecallQuery
+    from service.config import Settings
+    from service.embedding.embedder import Embedder
+    from service.recall import pipeline, retrieval
+    from service.storage.client import make_client
+    from service.storage.edges import EdgeStore
+    from service.storage.memories import MemoryStore
+
+    settings = Settings(opensearch_url=args.url, index_prefix=args.prefix)
+    client = make_client(args.url, settings)
+    embedder = Embedder(settings.embedding_model)
+    memories = MemoryStore(client, settings.memories_alias, refresh=settings.write_refresh, access_resolution_s=settings.recall_access_resolution_seconds)
+    service = pipeline.RecallService(settings, memories, embedder, EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh))
+    clock = StageClock()
+    clock.wrap(memories, "msearch", "msearch")
+    clock.wrap(client.transport.serializer, "loads", "decode")
+    clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
+    clock.wrap(retrieval.Hit, "candidate", "candidates")
+    clock.wrap(pipeline, "rank", "rank")
+    clock.wrap(pipeline, "neighbour_bonus", "neighbour_bonus")
+    clock.wrap(pipeline.placement, "place", "placement")
+    clock.wrap(pipeline.state, "apply_current_state", "current_state")
+    clock.wrap(pipeline.shaping, "shape_result", "shaping")
+    last_step: list[float] = [0.0]
+    response_body = pipeline.shaping.response_body
+
+    def marked(*a, **k):
+        out = response_body(*a, **k)
+        last_step[0] = time.thread_time()
+        return out
+
+    pipeline.shaping.response_body = marked  # the module attribute the pipeline calls
+    qs = questions(json.loads(DEFAULT_DATA.read_text()))
+    for _ in range(args.passes):
+        for sample_id, question, _ in qs:
+            now = datetime.now(UTC)
+            req = RecallQuery.model_validate({"query": question, "tags": f"locomo:{sample_id}", "limit": "10"}).to_request(
+                settings, dimension=embedder.dimension, now=now, bank=settings.default_bank)
+            started = time.thread_time()
+            service.recall(req, now, defer=lambda *a: None)
+            ended = time.thread_time()
+            clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
+    runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs
+    stages = ["msearch", "decode", "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
+    print(f"{len(runs)} recalls (query cache warm), thread CPU ms per recall:")
+    print("| stage | p50 | mean |\n|---|---|---|")
+    for stage in stages:
+        values = [r.get(stage, 0.0) for r in runs]
+        note = " (inside msearch)" if stage == "decode" else ""
+        print(f"| {stage}{note} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} |")
+    client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
