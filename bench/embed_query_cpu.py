@@ -1,5 +1,5 @@
-"""CPU per query embedding in process: the service's ONNX backend as shipped (ONNX_THREADS intra-op
-threads) against one thread, interleaved in rounds, over the LoCoMo dev slice's questions (each text
+"""CPU per query embedding in process: the service's ONNX backend as configured (EMBEDDING_BACKEND,
+EMBEDDING_THREADS; by default int8 on one intra-op thread) against the other thread count (1 or 2), interleaved in rounds, over the LoCoMo dev slice's questions (each text
 embedded once per round; the Embedder's query cache is bypassed: the backend is called directly).
 
     python -m bench.embed_query_cpu [--rounds 3]
@@ -27,11 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from service.config import Settings
     from service.embedding.embedder import Embedder
-    from service.embedding.onnx_runtime import ONNX_THREADS, OnnxBackend
+    from service.embedding.onnx_runtime import OnnxBackend
 
     texts = [q for _, q, _ in questions(json.loads(DEFAULT_DATA.read_text()))]
-    shipped = Embedder(Settings().embedding_model)._impl
-    variants = {f"{ONNX_THREADS} threads (shipped)": shipped, "1 thread": OnnxBackend(shipped.folder, quantized=False, threads=1)}
+    shipped = Embedder.from_settings(Settings())._impl  # EMBEDDING_BACKEND as configured (default onnx-int8)
+    other = 2 if shipped.threads == 1 else 1
+    variants = {f"{shipped.threads} thread(s) (shipped)": shipped,
+                f"{other} thread(s)": OnnxBackend(shipped.folder, quantized=shipped.name == "onnx-int8", threads=other)}
     for backend in variants.values():
         backend.encode(texts[:20])  # warm-up
     rows: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}

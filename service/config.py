@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     # exact to sentence-transformers; built without torch for BERT-family models) or torch (plain
     # sentence-transformers: the models extra). See service/embedding/__init__.py.
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
+    # onnxruntime's intra-op threads; 0: by backend (onnx-int8 1, onnx 2: service/embedding/onnx_runtime.py).
+    embedding_threads: int = Field(default=0, ge=0, le=64)
     # Concurrent single-memory writes embedded in one model call (service/embedding/batcher.py): the
     # first text of a batch waits at most EMBEDDING_BATCH_WINDOW_MS for others (up to EMBEDDING_BATCH_SIZE).
     # Off: on 2 shared cores it did not raise POST /memory throughput at 8 clients (docs/perf/embedding.md).

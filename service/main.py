@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         try:
             # Before the model loads: a wrong or unreachable engine fails the start in one line naming the URL.
             await anyio.to_thread.run_sync(lambda: probe_engine(client, url, setting="OPENSEARCH_URL" if cfg.opensearch_url else None))
-            model = embedder or await anyio.to_thread.run_sync(lambda: Embedder(cfg.embedding_model, batch_size=cfg.embedding_batch_size, backend=cfg.embedding_backend))
+            model = embedder or await anyio.to_thread.run_sync(lambda: Embedder.from_settings(cfg))
             await anyio.to_thread.run_sync(lambda: ensure_indices(client, cfg, model.dimension, embedder=model))
         except BaseException:
             client.close()

@@ -37,7 +37,7 @@ def connect(settings: Settings) -> OpenSearch:
 def load_embedder(settings: Settings):
     from service.embedding import Embedder
 
-    return Embedder(settings.embedding_model, batch_size=settings.embedding_batch_size, backend=settings.embedding_backend)
+    return Embedder.from_settings(settings)
 
 
 def ready(settings: Settings, client: OpenSearch | None, embedder) -> tuple[OpenSearch, Any]:

@@ -66,7 +66,7 @@ class Embedder:
     handles the model); bench/embedder.py compares the two.
     """
 
-    def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", backend: str = "onnx", onnx_route: str = "auto"):
+    def __init__(self, model: str, *, batch_size: int = 32, device: str = "cpu", backend: str = "onnx", onnx_route: str = "auto", threads: int = 0):
         # No model hub is reachable here: a name that is not a local folder must already be cached.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -81,7 +81,7 @@ class Embedder:
             from service.embedding.onnx_files import open_onnx
 
             try:
-                impl = open_onnx(model, quantized=backend == "onnx-int8", route=onnx_route)
+                impl = open_onnx(model, quantized=backend == "onnx-int8", route=onnx_route, threads=threads)
             except st_route.ModelsExtraMissing:
                 raise
             except Exception as exc:  # noqa: BLE001 - any ONNX failure degrades to torch when it is there
@@ -107,6 +107,12 @@ class Embedder:
         log.info(
             "embedding model %s loaded in %.1f s (%d dims, backend %s)", model, time.monotonic() - started, self.dimension, self.backend
         )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Embedder:
+        """The embedder the settings describe (EMBEDDING_MODEL, _BACKEND, _BATCH_SIZE, _THREADS)."""
+        return cls(settings.embedding_model, batch_size=settings.embedding_batch_size, backend=settings.embedding_backend,
+                   threads=settings.embedding_threads)
 
     @property
     def short_name(self) -> str:
@@ -157,6 +163,7 @@ class Embedder:
         if path is not None:
             out["onnx_file"] = str(path)
             out["onnx_route"] = self._impl.meta.get("route")
+            out["onnx_threads"] = self._impl.threads
         if self.fallback_reason:
             out["fallback_reason"] = self.fallback_reason
         return out

@@ -54,7 +54,7 @@ def is_complete(folder: Path) -> bool:
     return (folder / "model.onnx").is_file() and (folder / "meta.json").is_file()
 
 
-def open_onnx(model: str, *, quantized: bool, route: str = "auto") -> OnnxBackend:
+def open_onnx(model: str, *, quantized: bool, route: str = "auto", threads: int = 0) -> OnnxBackend:
     """The cached ONNX folder of `model` (made now when missing), as an onnxruntime backend.
     `route` "export" forces torch.onnx.export for a model the builder handles (to compare the two)."""
     if route == "auto":
@@ -70,7 +70,7 @@ def open_onnx(model: str, *, quantized: bool, route: str = "auto") -> OnnxBacken
         started = time.monotonic()
         build(model, folder, route)
         log.info("ONNX graph of %s written by the %s route in %.1f s (%s)", model, route, time.monotonic() - started, folder)
-    return OnnxBackend(folder, quantized=quantized)
+    return OnnxBackend(folder, quantized=quantized, threads=threads)
 
 
 def build(model: str, folder: Path, route: str) -> None:

@@ -16,6 +16,11 @@ import numpy as np
 # waste on a CPU, and with memory-sized texts (40-1,000 characters) calls of 16 texts ran at ~43/s
 # unbudgeted, ~107/s with 512 and ~118/s with 256 tokens; short texts still go 16 at a time.
 ONNX_THREADS = 2
+# int8 runs one text a call (below), and for one text a second thread's hand-offs cost more CPU than
+# they save time: LoCoMo questions, 3 rounds (bench/embed_query_cpu.py): 2 threads 3.43 ms of CPU and
+# 2.16 ms wall per text, 1 thread 2.48 and 2.46 (fp32: 6.01 / 3.51 against 5.38 / 5.35). The CPU a recall
+# does not spend here is the engine's on 2 shared cores.
+ONNX_INT8_THREADS = 1
 ONNX_MICRO_BATCH = 16
 ONNX_TOKEN_BUDGET = 256
 
@@ -29,7 +34,7 @@ class OnnxBackend:
     """onnxruntime + tokenizers over a cached ONNX folder."""
 
     def __init__(
-        self, folder: Path, *, quantized: bool, threads: int = ONNX_THREADS, micro_batch: int = ONNX_MICRO_BATCH,
+        self, folder: Path, *, quantized: bool, threads: int = 0, micro_batch: int = ONNX_MICRO_BATCH,
         token_budget: int = ONNX_TOKEN_BUDGET,
     ):
         import onnxruntime as ort
@@ -58,7 +63,8 @@ class OnnxBackend:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        self.threads = threads or (ONNX_INT8_THREADS if quantized else ONNX_THREADS)
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

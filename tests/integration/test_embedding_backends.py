@@ -134,6 +134,18 @@ def test_onnx_int8_stays_close(model, reference):
     assert np.linalg.norm(got, axis=1) == pytest.approx(np.ones(len(TEXTS)), abs=1e-5)
 
 
+def test_intra_op_threads_by_backend_and_by_setting(model, onnx_fp32):
+    """EMBEDDING_THREADS=0 (default): int8 one thread (one text a call), fp32 two; a number sets both.
+    The thread count changes no vector: one text's int8 vector is the same on 1 or 2 threads."""
+    from service.config import Settings
+
+    int8 = E.Embedder.from_settings(Settings(embedding_model=model))
+    assert (int8.backend, int8.describe()["onnx_threads"], onnx_fp32.describe()["onnx_threads"]) == ("onnx-int8", 1, 2)
+    two = E.Embedder.from_settings(Settings(embedding_model=model, embedding_threads=2))
+    assert two.describe()["onnx_threads"] == 2
+    assert np.asarray(two.embed_documents(TEXTS)) == pytest.approx(np.asarray(int8.embed_documents(TEXTS)), abs=1e-5)
+
+
 def test_batching_does_not_change_vectors(onnx_fp32):
     """Micro-batches are padded to their own longest text: alone or in a batch, a text gets one vector."""
     batched = np.asarray(onnx_fp32.embed_documents(TEXTS * 4))  # 32 texts: several micro-batches of mixed lengths
