@@ -62,6 +62,7 @@ class ServiceProcess:
 
     def __enter__(self) -> str:
         cmd = [sys.executable, "-m", *self.module, "--host", "127.0.0.1", "--port", str(self.port), *self.server_args]
+        OUT.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/out yet
         self.log = open(OUT / f"service-{self.port}.log", "wb")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
