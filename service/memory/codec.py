@@ -156,7 +156,7 @@ ENRICHMENT_READ_BY_RECALL: tuple[str, ...] = ("status", "derived_tags")
 # recall stage reads (thread_prev and thread_context are read: the neighbour bonus, the keyword share).
 # The `_msearch` response's JSON decode is the largest engine-side cost of a recall in the service.
 RECALL_SOURCE_EXCLUDES: tuple[str, ...] = (
-    *SOURCE_EXCLUDES, "thread_key", "thread_at", "thread_seq",
+    *SOURCE_EXCLUDES, *(n for n in THREAD_FIELDS if n not in ("thread_prev", "thread_context")),
     *(f"enrichment.{k}" for k in ENRICHMENT_RECORD_KEYS if k not in ENRICHMENT_READ_BY_RECALL),
 )
 
