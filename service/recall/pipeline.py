@@ -18,7 +18,8 @@ from datetime import datetime
 
 from scoring.context import ContextProfile, build_context_profile
 from scoring.floors import has_temporal_intent
-from scoring.keywords import extract_keywords
+from scoring.idf_share import planned_keywords
+from scoring.keywords import extract_keywords, topic_keywords
 from scoring.neighbours import neighbour_bonus
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate, sort_scored
 from scoring.weights import RecencyConfig, Weights
@@ -26,7 +27,7 @@ from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.graph import current_state as state
 from service.filters import clauses as C, tag_groups
-from service.recall import placement, queries as Q, retrieval, shaping
+from service.recall import lean as L, placement, queries as Q, retrieval, shaping
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
 from service.clock.terms import query_date_terms
@@ -139,9 +140,13 @@ class RecallService:
         profile = context_profile(req)
         queries = query_list(req)
         per_query = (req.per_query_limit or req.limit) if len(queries) > 1 else req.limit
-        outcomes = [self.run_query(req, q, per_query, now, timings, profile) for q in (queries or [None])]
+        # One query's hits can be lean (service/recall/lean.py); merging several compares contents.
+        lean = len(queries) <= 1 and self.reranker is None
+        outcomes = [self.run_query(req, q, per_query, now, timings, profile, lean=lean) for q in (queries or [None])]
         merged, dedup_removed, deduped_from = self.merged(outcomes)
         pool = Pool.of(outcomes)
+        if req.state_mode == "current":  # the state stage reads supersessions from stored memories
+            self.hydrate(pool, [mid for mid, h in pool.hits.items() if h.lean and (h.source.get("superseded_at") or h.source.get("superseded_by"))], req.detail)
         margin = len(req.suppress_ids.intersection(pool.hits))  # suppressed candidates: the page reaches that much further
         recency = req.sort == "score" and (req.recency_bias == "on" or (req.recency_bias == "auto" and any(map(has_temporal_intent, queries))))
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
@@ -149,8 +154,9 @@ class RecallService:
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
         timings.lap("rank")
         if req.prefer_observations:
+            self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE], req.detail)
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = ordered[offset : req.limit]
+        page = self.hydrated_page(ordered[offset : req.limit], pool, req.detail)
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -188,24 +194,31 @@ class RecallService:
         return replace(req, tag_groups=tuple(tag_groups.resolve_fuzzy(g, bank_tags) for g in req.tag_groups))
 
     # --- one query ------------------------------------------------------------------------------
-    def run_query(self, req: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings, profile: ContextProfile | None) -> QueryOutcome:
+    def run_query(
+        self, req: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings, profile: ContextProfile | None,
+        lean: bool = False,
+    ) -> QueryOutcome:
         text = query if query and query != "*" else None
         lexical = Q.lexical_text(text) if text else None
         keywords = extract_keywords(lexical) if lexical else []
         vector, vector_search = self.query_vector(req, text)
         timings.lap("embed")
         flt_spec = Q.recall_filter(req, req.as_of or now, self.settings.excluded_types)
+        matching = self.keyword_matching(req, keywords) if lean else None
         arms = retrieval.plan_arms(
             req, flt_spec, text=text, lexical=lexical, keywords=keywords, vector=vector, limit=limit, profile=profile,
             options=self.arm_options if req.scoring_profile == "engram" else replace(self.arm_options, idf=False, thread_context_boost=0.0),
+            matching=matching,
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
+        # A memory written before metadata_terms_plain existed: its tag component reads its metadata.
+        self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.plain_terms(h.source) is None and h.source.get("metadata_terms")], req.detail)
         timings.lap("search")
         if retrieved.pool_size is not None:
             vector_search["matched"] = retrieved.pool_size > 0
         scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
-        ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
+        ranked = rank([h.candidate(default_match, matching) for h in retrieved.hits.values()], scoring)
         if req.scoring_profile == "engram" and self.settings.thread_context_enabled:
             prev = {mid: h.source.get("thread_prev") for mid, h in retrieved.hits.items()}
             ranked = neighbour_bonus(ranked, prev, self.settings.search_thread_neighbour_weight)
@@ -223,6 +236,33 @@ class RecallService:
         )
         timings.lap("score")
         return QueryOutcome(placed.ranked, keywords, vector_search, retrieved, placed.score_filter, placed.injected, scoring, vector)
+
+    def keyword_matching(self, req: RecallRequest, keywords: list[str]) -> retrieval.KeywordMatching | None:
+        """What the engine is asked about each hit so that ranking needs no content: the engram
+        profile's planned keywords (idf mode), or nothing to ask (bm25 mode); the automem profile
+        reads contents."""
+        if req.scoring_profile != "engram":
+            return None
+        idf = self.settings.search_keyword_mode == "idf"
+        return retrieval.KeywordMatching(
+            keywords=tuple(planned_keywords(topic_keywords(keywords))) if idf else (),
+            with_context=idf and self.settings.thread_context_enabled and self.settings.search_thread_context_weight > 0,
+        )
+
+    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], detail: bool) -> None:
+        """The stored memories of lean hits among `ids`, in one request."""
+        todo = [mid for mid in dict.fromkeys(ids) if mid in hits.hits and hits.hits[mid].lean]
+        if not todo:
+            return
+        body = {"size": len(todo), "_source": C.SOURCE if detail else C.RECALL_SOURCE, "query": {"ids": {"values": todo}}, "track_total_hits": False}
+        for h in self.store.search(body)["hits"]["hits"]:
+            if h["_id"] in hits.hits:
+                hits.hits[h["_id"]].source = h.get("_source") or {}
+
+    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool, detail: bool) -> list[ScoredCandidate]:
+        """The page with its stored memories; a memory deleted since the arms saw it is left out."""
+        self.hydrate(pool, [s.candidate.id for s in page], detail)
+        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)]
 
     def query_vector(self, req: RecallRequest, text: str | None) -> tuple[list[float] | None, dict]:
         """The given embedding, or the query's; a failed embedding degrades to keyword + metadata search."""

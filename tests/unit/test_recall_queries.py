@@ -88,7 +88,7 @@ def test_trending_sorts_per_mode():
 
 
 FLT = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
-SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
+SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain"]}
 
 
 @pytest.mark.parametrize(
