@@ -32,8 +32,6 @@ FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
 # decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
 FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance_score"})
 FLOAT_DECIMALS = 7
-_SCALAR, _LIST, _FLOAT = 0, 1, 2
-_KIND = {**{n: _SCALAR for n in SCALAR_FIELDS}, **{n: _LIST for n in LIST_FIELDS}, **{n: _FLOAT for n in FLOAT_FIELDS}}
 LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
 NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
 
@@ -64,15 +62,15 @@ def lean_body(body: Mapping[str, Any], clauses: Sequence[dict]) -> dict:
 
 def lean_source(fields: Mapping[str, list]) -> dict[str, Any]:
     """A hit's doc values as the fields of a stored source (what ranking reads of it)."""
-    out: dict[str, Any] = {LEAN: True}
-    for name, values in fields.items():
-        kind = _KIND.get(name)
-        if kind is _SCALAR:
-            out[name] = values[0]
-        elif kind is _LIST:
-            out[name] = values
-        elif kind is _FLOAT:
-            out[name] = round(values[0], FLOAT_DECIMALS)
+    out: dict[str, Any] = {name: values[0] for name, values in fields.items()}
+    for name in LIST_FIELDS:
+        if name in fields:
+            out[name] = fields[name]
+    for name in FLOAT_FIELDS:
+        value = out.get(name)
+        if value is not None:
+            out[name] = round(value, FLOAT_DECIMALS)
+    out[LEAN] = True
     return out
 
 

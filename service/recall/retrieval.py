@@ -236,15 +236,15 @@ def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict])
             out.pool_size = len(resp["hits"]["hits"])
         name = arm.removeprefix(SEEN_PREFIX)  # a suppressed memory is scored as its arm scores the others
         for h in resp["hits"]["hits"]:
-            if "_id" in h:
-                mid, source = h["_id"], h.get("_source") or {}
-            else:  # a lean hit: doc values only, the memory's id among them
-                source = L.lean_source(h.get("fields", {}))
-                mid = source.get("id")
-                if mid is None:
+            mid = h.get("_id")
+            lean = mid is None  # doc values only, the memory's id among them
+            if lean:
+                ids = h.get("fields", {}).get("id")
+                if not ids:
                     continue  # every memory is written with its id; nothing to rank without it
+                mid = ids[0]
             hit = out.hits.get(mid)
             if hit is None:
-                hit = out.hits[mid] = Hit(mid, source)
+                hit = out.hits[mid] = Hit(mid, L.lean_source(h["fields"]) if lean else (h.get("_source") or {}))
             hit.absorb(h, name)
     return out
