@@ -8,7 +8,9 @@ service decodes (220 -> 85 kB). So these arms ask for `stored_fields: _none_` an
 ranking reads as `docvalue_fields`; the engine also says, through named queries, which planned
 keywords each hit's content (and thread context) holds, since the keyword component would otherwise
 need the content. The memories that reach the page, and any whose supersession state must be read,
-get their stored source afterwards (`RecallService.hydrate`, one request).
+get their stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession
+summary (superseded_at, superseded_by, supersede_type) tells whether it is current; the stored
+memory is read only when its chain is resolved.
 
 Pure: building the arms' extra clauses and reading their hits back.
 """
@@ -24,7 +26,7 @@ from scoring.idf_share import BOTH_MATCH, OWN_MATCH
 # documents are read); numbers as the index keeps them (float fields are single precision).
 SCALAR_FIELDS: tuple[str, ...] = (
     "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at", "last_accessed",
-    "t_valid", "t_invalid", "archived", "superseded_at", "superseded_by", "thread_prev",
+    "t_valid", "t_invalid", "archived", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
 )
 LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain")
 FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)

@@ -145,8 +145,6 @@ class RecallService:
         outcomes = [self.run_query(req, q, per_query, now, timings, profile, lean=lean) for q in (queries or [None])]
         merged, dedup_removed, deduped_from = self.merged(outcomes)
         pool = Pool.of(outcomes)
-        if req.state_mode == "current":  # the state stage reads supersessions from stored memories
-            self.hydrate(pool, [mid for mid, h in pool.hits.items() if h.lean and (h.source.get("superseded_at") or h.source.get("superseded_by"))], req.detail)
         margin = len(req.suppress_ids.intersection(pool.hits))  # suppressed candidates: the page reaches that much further
         recency = req.sort == "score" and (req.recency_bias == "on" or (req.recency_bias == "auto" and any(map(has_temporal_intent, queries))))
         merged, state_filter = self.current_state(req, merged, pool, outcomes[0], now, recency, margin)
@@ -322,7 +320,11 @@ class RecallService:
         # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
         # state_debug resolves every chain so it can report each one.
         page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
-        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None)
+        def stored(ids: list[str]) -> dict[str, dict]:  # lean hits hold only the supersession summary
+            self.hydrate(pool, ids, req.detail)
+            return {mid: pool.hits[mid].source for mid in ids if mid in pool.hits}
+
+        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None, stored=stored)
         pool.extras.update(outcome.extras)
         return outcome.ranked, outcome.to_response(debug=req.state_debug)
 
