@@ -24,12 +24,21 @@ from scoring.idf_share import BOTH_MATCH, OWN_MATCH
 
 # What ranking reads of a lean hit. Dates come back in the mapping's format (ISO 8601, as stored
 # documents are read); numbers as the index keeps them (float fields are single precision).
+# `archived` is not among them (no recall returns an archived memory), nor `last_accessed` (access
+# tracking reads the page, whose stored memories are read anyway).
 SCALAR_FIELDS: tuple[str, ...] = (
-    "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at", "last_accessed",
-    "t_valid", "t_invalid", "archived", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
+    "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at",
+    "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
 )
 LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain")
 FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
+
+
+def fields_for(*, dates: bool, times: bool, thread: bool) -> tuple[str, ...]:
+    """The doc values a recall reads: date terms only when its query names a date, updated_at only for
+    the time sorts, the thread predecessor only for the neighbour bonus (a quarter of the bytes)."""
+    skip = {name for name, needed in (("date_terms", dates), ("updated_at", times), ("thread_prev", thread)) if not needed}
+    return tuple(f for f in FIELDS if f not in skip)
 # float fields are single precision in the index: 0.7 comes back as 0.699999988079071. Seven
 # decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
 FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance_score"})
@@ -52,11 +61,11 @@ def keyword_clauses(keywords: Sequence[str], with_context: bool) -> list[dict]:
     return out
 
 
-def lean_body(body: Mapping[str, Any], clauses: Sequence[dict]) -> dict:
+def lean_body(body: Mapping[str, Any], clauses: Sequence[dict], fields: Sequence[str] = FIELDS) -> dict:
     """An arm's body that returns doc values instead of `_source`, and says which clauses matched."""
     out = {k: v for k, v in body.items() if k != "_source"}
     out["stored_fields"] = "_none_"
-    out["docvalue_fields"] = list(FIELDS)
+    out["docvalue_fields"] = list(fields)
     if clauses:
         out["query"] = {"bool": {"must": [body["query"]], "should": list(clauses)}}
     return out

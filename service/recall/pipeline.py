@@ -202,11 +202,14 @@ class RecallService:
         vector, vector_search = self.query_vector(req, text)
         timings.lap("embed")
         flt_spec = Q.recall_filter(req, req.as_of or now, self.settings.excluded_types)
-        matching = self.keyword_matching(req, keywords) if lean else None
+        # "last week" in a query names the week before the instant it is asked at: Hindsight's
+        # query_timestamp, else the as_of point in time, else now.
+        dates = query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else ()
+        lean_hits = self.lean_hits(req, keywords, dates) if lean else None
         arms = retrieval.plan_arms(
             req, flt_spec, text=text, lexical=lexical, keywords=keywords, vector=vector, limit=limit, profile=profile,
             options=self.arm_options if req.scoring_profile == "engram" else replace(self.arm_options, idf=False, thread_context_boost=0.0),
-            matching=matching,
+            lean=lean_hits,
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
         # A memory written before metadata_terms_plain existed: its tag component reads its metadata.
@@ -214,9 +217,9 @@ class RecallService:
         timings.lap("search")
         if retrieved.pool_size is not None:
             vector_search["matched"] = retrieved.pool_size > 0
-        scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
+        scoring = self.scoring_request(req, text, keywords, retrieved, now, profile, dates)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
-        ranked = rank([h.candidate(default_match, matching) for h in retrieved.hits.values()], scoring)
+        ranked = rank([h.candidate(default_match, lean_hits) for h in retrieved.hits.values()], scoring)
         if req.scoring_profile == "engram" and self.settings.thread_context_enabled:
             prev = {mid: h.source.get("thread_prev") for mid, h in retrieved.hits.items()}
             ranked = neighbour_bonus(ranked, prev, self.settings.search_thread_neighbour_weight)
@@ -235,16 +238,18 @@ class RecallService:
         timings.lap("score")
         return QueryOutcome(placed.ranked, keywords, vector_search, retrieved, placed.score_filter, placed.injected, scoring, vector)
 
-    def keyword_matching(self, req: RecallRequest, keywords: list[str]) -> retrieval.KeywordMatching | None:
-        """What the engine is asked about each hit so that ranking needs no content: the engram
-        profile's planned keywords (idf mode), or nothing to ask (bm25 mode); the automem profile
-        reads contents."""
+    def lean_hits(self, req: RecallRequest, keywords: list[str], dates: tuple) -> retrieval.LeanHits | None:
+        """How the main arms return their hits so that ranking needs no stored memory: the doc values
+        the request's ranking reads, and the engine asked about the engram profile's planned keywords
+        (idf mode; bm25 mode asks nothing). The automem profile reads contents: stored memories."""
         if req.scoring_profile != "engram":
             return None
         idf = self.settings.search_keyword_mode == "idf"
-        return retrieval.KeywordMatching(
+        thread = self.settings.thread_context_enabled
+        return retrieval.LeanHits(
             keywords=tuple(planned_keywords(topic_keywords(keywords))) if idf else (),
-            with_context=idf and self.settings.thread_context_enabled and self.settings.search_thread_context_weight > 0,
+            with_context=idf and thread and self.settings.search_thread_context_weight > 0,
+            fields=L.fields_for(dates=bool(dates), times=req.sort != "score", thread=thread),
         )
 
     def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], detail: bool) -> None:
@@ -274,6 +279,7 @@ class RecallService:
 
     def scoring_request(
         self, req: RecallRequest, text: str | None, keywords: list[str], retrieved: retrieval.Retrieved, now: datetime, profile: ContextProfile | None,
+        dates: tuple = (),
     ) -> ScoringRequest:
         idf = retrieved.idf(keywords) if retrieved.counts else {}
         return ScoringRequest(
@@ -282,9 +288,7 @@ class RecallService:
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
             thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
-            # "last week" in a query names the week before the instant it is asked at: Hindsight's
-            # query_timestamp, else the as_of point in time, else now.
-            query_dates=query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else (),
+            query_dates=dates,
             date_weight=self.settings.search_weight_date,
         )
 

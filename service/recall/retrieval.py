@@ -87,8 +87,8 @@ class Hit:
                 return default if arm in _DEFAULT_MATCH_ARMS else _ARM_MATCH.get(arm, arm)
         return default
 
-    def candidate(self, default_match: str, matches: KeywordMatching | None = None) -> Candidate:
-        """`matches`: every arm asked the engine which keywords each of its hits holds (named queries;
+    def candidate(self, default_match: str, lean_hits: LeanHits | None = None) -> Candidate:
+        """`lean_hits`: every arm asked the engine which keywords each of its hits holds (named queries;
         a hit none of them matched carries no `matched_queries`)."""
         s = self.source
         get = s.get
@@ -115,17 +115,19 @@ class Hit:
             match_type=self.match_type(default_match),
             thread_context="" if lean else (get("thread_context") or ""),
             date_terms=tuple(get("date_terms") or ()),
-            keyword_matches=(self.matched or NO_MATCHES) if matches is not None else None,
+            keyword_matches=(self.matched or NO_MATCHES) if lean_hits is not None else None,
         )
 
 
 @dataclass(frozen=True)
-class KeywordMatching:
-    """The recall's arms carry the keyword component's named queries (lean.keyword_clauses): the
-    planned keywords, and whether the thread context counts."""
+class LeanHits:
+    """How a recall's main arms return their hits (service/recall/lean.py): the doc values ranking
+    reads, and the keyword component's named queries (the planned keywords; whether the thread
+    context counts), which every arm that returns hits carries."""
 
     keywords: tuple[str, ...]
     with_context: bool
+    fields: tuple[str, ...] = L.FIELDS
 
 
 def fetch_k(limit: int, scoped: bool, overfetch: int, cap: int) -> int:
@@ -150,9 +152,9 @@ class ArmOptions:
 def plan_arms(
     req: RecallRequest, flt_spec: C.RecallFilter, *, text: str | None, lexical: str | None, keywords: Sequence[str],
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
-    matching: KeywordMatching | None = None,
+    lean: LeanHits | None = None,
 ) -> list[tuple[str, dict]]:
-    """With `matching`, the vector and keyword arms return lean hits (service/recall/lean.py) and every
+    """With `lean`, the vector and keyword arms return lean hits (service/recall/lean.py) and every
     arm that returns hits says which keywords each holds."""
     flt = C.filter_clauses(flt_spec)
     scoped = bool(req.tags or req.tag_groups)
@@ -185,9 +187,9 @@ def plan_arms(
     # Hits carry what the recall stages and the surfaces' views read; `detail` shows the whole memory.
     source = C.SOURCE if req.detail else C.RECALL_SOURCE
     arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
-    if matching is not None:
-        clauses = L.keyword_clauses(matching.keywords, matching.with_context)
-        arms = [(name, L.lean_body(body, clauses) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else with_clauses(body, clauses))
+    if lean is not None:
+        clauses = L.keyword_clauses(lean.keywords, lean.with_context)
+        arms = [(name, L.lean_body(body, clauses, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else with_clauses(body, clauses))
                 for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))

@@ -49,6 +49,7 @@ def test_lean_body_swaps_the_source_for_doc_values_and_names_the_keyword_clauses
     clauses = L.keyword_clauses(["caroline", "group"], with_context=True)
     lean = L.lean_body(body, clauses)
     assert "_source" not in lean and lean["stored_fields"] == "_none_" and lean["docvalue_fields"] == list(L.FIELDS)
+    assert L.lean_body(body, clauses, ("id", "tags"))["docvalue_fields"] == ["id", "tags"]
     assert lean["query"] == {"bool": {"must": [{"match_all": {}}], "should": clauses}}
     inner = [c["match"]["content"] if "match" in c else c["multi_match"] for c in clauses]
     assert [q["_name"] for q in inner] == ["own:caroline", "both:caroline", "own:group", "both:group"]
@@ -61,9 +62,9 @@ def test_plan_arms_makes_the_main_arms_lean_and_asks_every_arm_for_the_keywords(
     opts = retrieval.ArmOptions(overfetch=4, fetch_cap=200, metadata_search=True, idf=True, thread_context_boost=0.5)
     req = RecallRequest(query="red car", limit=10)
     flt = Q.recall_filter(req, NOW, ())
-    matching = retrieval.KeywordMatching(keywords=("red", "car"), with_context=True)
+    matching = retrieval.LeanHits(keywords=("red", "car"), with_context=True)
     arms = dict(retrieval.plan_arms(req, flt, text="red car", lexical="red car", keywords=["red", "car"], vector=[0.1], limit=10,
-                                    profile=None, options=opts, matching=matching))
+                                    profile=None, options=opts, lean=matching))
     assert {n for n, b in arms.items() if "stored_fields" in b} == {"vector", "keyword"}
     assert arms["metadata"]["_source"] == C.RECALL_SOURCE  # a few hits: it keeps the stored memory
     named = L.keyword_clauses(["red", "car"], True)
@@ -74,6 +75,17 @@ def test_plan_arms_makes_the_main_arms_lean_and_asks_every_arm_for_the_keywords(
     unlean = dict(retrieval.plan_arms(req, flt, text="red car", lexical="red car", keywords=["red", "car"], vector=[0.1], limit=10,
                                       profile=None, options=opts))
     assert all("stored_fields" not in b for b in unlean.values())
+
+
+@pytest.mark.parametrize(("dates", "times", "thread", "left_out"), [
+    (True, True, True, set()),
+    (False, False, True, {"date_terms", "updated_at"}),
+    (True, False, False, {"updated_at", "thread_prev"}),
+])
+def test_a_recall_reads_only_the_doc_values_its_ranking_needs(dates, times, thread, left_out):
+    fields = L.fields_for(dates=dates, times=times, thread=thread)
+    assert set(L.FIELDS) - set(fields) == left_out and "id" in fields
+    assert not {"archived", "last_accessed"} & set(L.FIELDS)  # never returned to a recall / read from the page
 
 
 def lean_hit(mid: str, score: float, matched: list[str] | None = None, **fields) -> dict:
@@ -96,7 +108,7 @@ def test_parse_responses_reads_lean_hits_and_keeps_a_stored_memory_another_arm_r
     a, b = out.hits["a"], out.hits["b"]
     assert a.lean and a.arms == {"vector", "keyword"} and a.matched == {"own:red", "own:car"} and a.bm25 == 3.0
     assert not b.lean and b.source is stored and b.matched == {"own:car"}
-    matching = retrieval.KeywordMatching(("red", "car"), with_context=False)
+    matching = retrieval.LeanHits(("red", "car"), with_context=False)
     assert a.candidate("vector", matching).keyword_matches == {"own:red", "own:car"}
     assert b.candidate("vector", matching).keyword_matches == {"own:car"}
     assert out.hits.keys() == {"a", "b"}
@@ -136,7 +148,7 @@ def test_a_lean_hit_scores_as_its_stored_memory():
     lean = retrieval.Hit("m", L.lean_source(doc_values), cosine=0.6, arms={"vector"}, matched=frozenset(matched))
     req = ScoringRequest(query="did caroline go to the slack support group she painted", keywords=keywords, now=NOW,
                          idf={"caroline": 2.0, "support": 1.0}, thread_context_weight=0.5, relevance_gate=0.3)
-    matching = retrieval.KeywordMatching(tuple(planned_keywords(keywords)), with_context=True)
+    matching = retrieval.LeanHits(tuple(planned_keywords(keywords)), with_context=True)
     a, b = score_candidate(full.candidate("vector"), req), score_candidate(lean.candidate("vector", matching), req)
     assert b.components == pytest.approx(a.components) and b.final_score == pytest.approx(a.final_score)
     assert a.components["tag"] > 0  # "slack" is a plain metadata term; "caroline" only an entity's
