@@ -14,7 +14,12 @@ limit=10`, bearer token). Per round and tree: service CPU per request (user + sy
 process, /proc), net of its idle rate (measured before, all services idle), the event-loop thread's
 share, the client-side p50, and the load average. `--py-spy NAME` adds a block sampled by py-spy
 (--gil) on that tree's service, grouped by stage as bench.latency_profile does.
-Results: bench/out/web-stack.json.
+
+`--asgi`: no server and no socket: each tree's app is called straight through ASGI in its own
+process (bench/web_stub.py --asgi), and the CPU per call is that process's (time.process_time: all
+threads) and its event loop's (time.thread_time), read by the process itself around each block: no
+HTTP parsing or socket I/O, no /proc ticks, much less noise, for A/B of the app's own code.
+Results: bench/out/web-stack.json (--asgi: web-stack-asgi.json).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from contextlib import ExitStack
@@ -56,6 +62,47 @@ def block(http: httpx.Client, pid: int, n: int) -> dict:
             "other_threads_ms": by_thread.get("other threads", 0.0), "p50_ms": round(percentile(lat, 50), 3)}
 
 
+class AsgiProcess:
+    """bench/web_stub.py --asgi for one tree: a block of N calls per line written, a JSON line back."""
+
+    def __init__(self, tree: Path, url: str, prefix: str):
+        env = {**default_environment(), "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, "PYTHONPATH": str(tree)}
+        OUT.mkdir(parents=True, exist_ok=True)
+        self.log = open(OUT / f"web-stub-asgi-{tree.name}.log", "wb")  # the access log goes somewhere, as it would
+        self.proc = subprocess.Popen([sys.executable, str(STUB), "--asgi", PATH.split("?", 1)[1]], cwd=tree, env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+        if json.loads(self.proc.stdout.readline() or "{}").get("ready") is not True:
+            raise RuntimeError(f"the ASGI stub of {tree} did not start; see {self.log.name}")
+
+    def block(self, n: int) -> dict:
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        return {k: round(v, 4) for k, v in json.loads(self.proc.stdout.readline()).items()}
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+
+def asgi_main(args, trees: dict[str, str], result: dict) -> None:
+    procs = {name: AsgiProcess(Path(path).resolve(), args.url, args.prefix) for name, path in trees.items()}
+    try:
+        for proc in procs.values():
+            proc.block(args.warmup)
+        names = list(procs)
+        for r in range(args.rounds):
+            for name in names if r % 2 == 0 else names[::-1]:
+                row = {"round": r + 1, "tree": name, "load_avg_1m": load_avg()[0], **procs[name].block(args.requests)}
+                result["rounds"].append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    finally:
+        for proc in procs.values():
+            proc.close()
+    result["summary"] = {name: {k: round(statistics.median(row[k] for row in result["rounds"] if row["tree"] == name), 4)
+                                for k in ("cpu_ms", "event_loop_ms", "wall_ms")} for name in trees}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.web_stack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=os.environ.get("OPENSEARCH_URL", "http://127.0.0.1:9250"))
@@ -65,11 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=1000, help="recalls per tree and round")
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--py-spy", metavar="NAME", help="add a block on this tree's service sampled by py-spy, grouped by stage")
-    parser.add_argument("--out", type=Path, default=OUT / "web-stack.json")
+    parser.add_argument("--asgi", action="store_true", help="call each tree's app through ASGI in process: no server, no socket")
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    args.out = args.out or OUT / ("web-stack-asgi.json" if args.asgi else "web-stack.json")
     trees = dict(t.split("=", 1) for t in args.tree) or {"this": str(ROOT)}
-    result: dict = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "path": PATH, "prefix": args.prefix,
+    result: dict = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "path": PATH, "prefix": args.prefix, "asgi": args.asgi,
                     "trees": trees, "requests": args.requests, "rounds": []}
+    if args.asgi:
+        asgi_main(args, trees, result)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+        print(json.dumps({"summary": result["summary"]}, indent=2))
+        return 0
     with ExitStack() as stack:
         services: dict[str, tuple[int, httpx.Client]] = {}
         for name, path in trees.items():
