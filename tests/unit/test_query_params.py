@@ -130,3 +130,17 @@ def test_the_parameters_are_documented_as_the_query_form_documents_them():
     assert documented["max_depth"]["schema"] == {"type": "integer", "maximum": 3, "minimum": 1, "description": "Hops from the memory (1-3)",
                                                  "default": 1, "title": "Max Depth"}
     assert all("$ref" not in str(p) for model in MODELS for p in documented_parameters(model))  # no components to carry over
+
+
+def test_the_apps_routes_document_their_query_models():
+    """docs.py wires `document` in: each route's query parameters open with its model's, as FastAPI
+    documents `Annotated[Model, Query()]`, and X-Bank stays last."""
+    from service.main import create_app
+
+    paths = create_app(Settings(automem_api_token="t")).openapi()["paths"]
+    for path, method, model in [("/recall", "get", RecallQuery), ("/memory/by-tag", "get", ByTagQuery),
+                                ("/memory/by-tag", "delete", TagsQuery), ("/memories/{memory_id}/related", "get", RelatedQuery)]:
+        params = paths[path][method]["parameters"]
+        query = [p for p in params if p["in"] == "query"]
+        assert query[: len(model.model_fields)] == list(documented_parameters(model)), (method, path)
+        assert params[-1]["name"] == "X-Bank", (method, path)
