@@ -1,11 +1,12 @@
 """QueryModel: the base of every query-string model, and `query_params(Model)`, the type a route
 declares to receive one.
 
-The query string reaches the model in ONE validation (`QueryModel.from_query`): FastAPI's own binding
-of `Annotated[Model, Query()]` looks every declared field up and classifies its type on each request
-(38 fields for GET /recall: ~0.3 ms of its ~1.8 ms of web-layer CPU, bench.web_stack). The dict it
-builds is the one FastAPI built (declared list fields every value, other declared fields the last one,
-undeclared names their value, or the list of them when repeated), so the model, its warnings and its
+The query string reaches the model in ONE validation (`QueryModel.from_query`): FastAPI's own
+binding of `Annotated[Model, Query()]` looks every declared field up and classifies its type on each
+request (38 fields for GET /recall: ~0.4-0.5 ms of the web layer's ~2 ms of CPU a recall,
+bench.web_stack). The dict it builds is the one FastAPI built (declared list fields every value,
+other declared fields the last one, undeclared names their value, or the list of them when
+repeated), so the model, its warnings and its
 errors (a RequestValidationError, `query.<field>: ...`) are the same; OpenAPI documents the
 parameters as FastAPI documents the `Query()` form (`document`, called by service/api/docs.py).
 tests/unit/test_query_params.py holds both forms to the same results. Signet's GET routes keep the
