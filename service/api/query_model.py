@@ -6,12 +6,12 @@ binding of `Annotated[Model, Query()]` looks every declared field up and classif
 request (38 fields for GET /recall: ~0.4-0.5 ms of the web layer's ~2 ms of CPU a recall,
 bench.web_stack). The dict it builds is the one FastAPI built (declared list fields every value,
 other declared fields the last one, undeclared names their value, or the list of them when
-repeated), so the model, its warnings and its
-errors (a RequestValidationError, `query.<field>: ...`) are the same; OpenAPI documents the
-parameters as FastAPI documents the `Query()` form (`document`, called by service/api/docs.py).
-tests/unit/test_query_params.py holds both forms to the same results. Signet's GET routes keep the
-`Query()` form: their bank scope reads a query parameter of its own (`scope`, at most 200 characters),
-and FastAPI reports its error together with the model's, which a dependency that raises cannot.
+repeated), so the model, its warnings and its errors (a RequestValidationError, `query.<field>:
+...`) are the same; OpenAPI documents the parameters as FastAPI documents the `Query()` form
+(`document`, called by service/api/docs.py). tests/unit/test_query_params.py holds both forms to
+the same results. Signet's GET routes keep the `Query()` form: their bank scope reads a query
+parameter of its own (`scope`, at most 200 characters), and FastAPI reports its error together
+with the model's, which a dependency that raises cannot.
 
 Every model gets every query parameter (extras included, since `extra="allow"`); the `before`
 validator folds AutoMem clients' habits onto the declared fields:
