@@ -48,23 +48,30 @@ def load_avg() -> list[float]:
 # --- the service as its own process ------------------------------------------------------------------
 class ServiceProcess:
     def __init__(self, url: str, prefix: str, env: dict[str, str] | None = None, *, base_env: dict[str, str] | None = None,
-                 module: Sequence[str] = ("service",), server_args: Sequence[str] = ("--log-level", "warning")):
+                 module: Sequence[str] = ("service",), server_args: Sequence[str] = ("--log-level", "warning"),
+                 script: Path | None = None, tree: Path = ROOT):
         """`base_env`: the environment to start from (default this process's); `module`: what
         `python -m` runs (bench.profiled_service wraps the service in cProfile); `server_args`: its
-        command-line options (by default a quieter log than the service's own default, info)."""
+        command-line options (by default a quieter log than the service's own default, info);
+        `script`: a file python runs instead of a module (bench/web_stub.py), with `tree`, the
+        checkout whose service/ is measured, as working directory and first on PYTHONPATH."""
         from service.engine.local_node import free_port
 
         self.port = free_port()
         self.module, self.server_args = list(module), list(server_args)
+        self.script, self.tree = script, Path(tree)
         self.env = {**(os.environ if base_env is None else base_env), "AUTOMEM_API_TOKEN": TOKEN, "OPENSEARCH_URL": url, "INDEX_PREFIX": prefix, **(env or {})}
+        if script is not None:
+            self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.tree), self.env.get("PYTHONPATH")) if p)
         self.proc: subprocess.Popen | None = None
         self.base = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> str:
-        cmd = [sys.executable, "-m", *self.module, "--host", "127.0.0.1", "--port", str(self.port), *self.server_args]
+        run = [str(self.script)] if self.script is not None else ["-m", *self.module]
+        cmd = [sys.executable, *run, "--host", "127.0.0.1", "--port", str(self.port), *self.server_args]
         OUT.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/out yet
         self.log = open(OUT / f"service-{self.port}.log", "wb")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=self.tree, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -2,7 +2,8 @@
 
 FastAPI's /docs and /redoc load Swagger UI and ReDoc from a CDN, so on a machine without internet
 they render blank. The assets come from the maintained `fastapi-offline` package instead and are
-served from /docs-assets (FastAPI's self-hosted docs recipe). The OpenAPI document drops the 422
+served from /docs-assets (FastAPI's self-hosted docs recipe). Query models parsed in one validation
+(service/api/query_model.py) get their parameters documented here, as FastAPI documents them. The OpenAPI document drops the 422
 responses FastAPI adds to every route: validation errors are answered 400 (service/errors.py),
 except on Hindsight's routes (/v1/...), which answer Hindsight's 422.
 """
@@ -16,6 +17,8 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
+
+from service.api.query_model import document
 
 ASSETS = Path(fastapi_offline.__file__).resolve().parent / "static"
 ASSETS_URL = "/docs-assets"
@@ -44,6 +47,7 @@ def install_docs(app: FastAPI) -> None:
     def openapi() -> dict:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes, tags=app.openapi_tags)
+            document(schema, app.routes)  # the query models' parameters (service/api/query_model.py)
             for url, path in schema.get("paths", {}).items():
                 if url.startswith(HINDSIGHT_PREFIX):
                     continue  # Hindsight's routes answer its own 422 (service/api/hindsight/errors.py)

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, BackgroundTasks, Query
+from fastapi import APIRouter, BackgroundTasks
 
 from service.api.deps import ApiAuth, StoreDep, WriterDep
 from service.api.scope import ReadScope, WriteScope
@@ -14,14 +12,16 @@ from service.errors import BadRequest
 from service.api.error_docs import ERROR_RESPONSES
 from service.stream.emit import EmitDep
 from service.api.automem.graph_models import BY_TAG_MAX_WINDOW, ByTagQuery, ByTagResponse, DeleteByTagResponse, TagsQuery
+from service.api.query_model import query_params
 from service.filters.clauses import BY_TAG_SORT, by_tags_query
 from service.clock.instants import utcnow
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
+ByTagParams, TagsParams = query_params(ByTagQuery), query_params(TagsQuery)
 
 
 @router.get("/memory/by-tag", response_model=ByTagResponse, responses=ERROR_RESPONSES)
-def memories_by_tag(params: Annotated[ByTagQuery, Query()], scope: ReadScope, store: StoreDep, background: BackgroundTasks) -> dict:
+def memories_by_tag(scope: ReadScope, store: StoreDep, background: BackgroundTasks, params: ByTagParams) -> dict:
     """Every memory carrying any of `tags` (exact, case-insensitive), importance desc, timestamp desc, id."""
     limit, offset = params.page_size, params.offset
     if offset + limit > BY_TAG_MAX_WINDOW:
@@ -40,7 +40,7 @@ def memories_by_tag(params: Annotated[ByTagQuery, Query()], scope: ReadScope, st
 
 
 @router.delete("/memory/by-tag", response_model=DeleteByTagResponse, responses=ERROR_RESPONSES)
-def delete_by_tag(params: Annotated[TagsQuery, Query()], scope: WriteScope, writer: WriterDep, emit: EmitDep) -> dict:
+def delete_by_tag(scope: WriteScope, writer: WriterDep, emit: EmitDep, params: TagsParams) -> dict:
     """Delete every memory carrying any of `tags`, with their edges; says what it did."""
     report = writer.delete_by_tags(scope.bank, params.tags)
     emit.deleted_by_tag(params.tags, report.deleted, report.edges_deleted)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from service.api.deps import ApiAuth, EdgesDep, SettingsDep, StoreDep
 from service.api.scope import ReadScope
@@ -14,13 +12,15 @@ from service.graph.walk import MAX_LIMIT, related_memories
 from service.graph.registry import ALL_TYPES, AUTHORABLE_TYPES
 from service.api.error_docs import ERROR_RESPONSES, NOT_FOUND
 from service.api.automem.graph_models import RelatedQuery, RelatedResponse
+from service.api.query_model import query_params
 from service.memory.models import valid_id
 
 router = APIRouter(dependencies=[ApiAuth], tags=["graph"])
+RelatedParams = query_params(RelatedQuery)
 
 
 @router.get("/memories/{memory_id}/related", response_model=RelatedResponse, responses={**ERROR_RESPONSES, **NOT_FOUND})
-def related(memory_id: str, params: Annotated[RelatedQuery, Query()], scope: ReadScope, store: StoreDep, edges: EdgesDep, settings: SettingsDep) -> dict:
+def related(memory_id: str, scope: ReadScope, store: StoreDep, edges: EdgesDep, settings: SettingsDep, params: RelatedParams) -> dict:
     """Memories reachable from `memory_id` within `max_depth` edges (either direction), importance first."""
     requested = [t.upper() for t in params.relationship_types]
     unknown = [t for t in requested if t not in ALL_TYPES]

@@ -1,7 +1,8 @@
 """GET /recall's parameters as one model (spec 000 "Request Parameters"), and the response models.
 
-FastAPI binds `RecallQuery` from the query string (`Annotated[RecallQuery, Query()]`), so the OpenAPI
-page lists every parameter with its description, bounds and allowed values. Query-string habits of
+The route receives `RecallQuery` through `query_params` (service/api/query_model.py: the query string
+in one validation), and the OpenAPI page lists every parameter with its description, bounds and
+allowed values. Query-string habits of
 AutoMem clients keep working: lists repeated or comma-separated (`tags=a,b&tags=c`, also `tags[]=`),
 aliases (`order_by`, `time`, `entity_expansion`), case-insensitive choices, empty values meaning
 "not given". Unknown parameters are accepted and named in the response's `warnings`.
