@@ -192,8 +192,7 @@ def plan_arms(
         arms = [(name, L.lean_body(body, clauses, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else with_clauses(body, clauses))
                 for name, body in arms]
     if options.idf and text and keywords:
-        arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))
-        arms += [(f"{DF_PREFIX}{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]
+        arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))
     return arms
 
 
@@ -231,8 +230,10 @@ class Retrieved:
 def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict]) -> Retrieved:
     out = Retrieved()
     for (arm, _), resp in zip(arms, responses):
-        if arm == COUNT_ARM or arm.startswith(DF_PREFIX):
+        if arm == COUNT_ARM:
             out.counts[arm] = int(resp["hits"]["total"]["value"])
+            for kw, bucket in resp.get("aggregations", {}).get("df", {}).get("buckets", {}).items():
+                out.counts[f"{DF_PREFIX}{kw}"] = int(bucket["doc_count"])
             continue
         if arm == "vector":
             out.pool_size = len(resp["hits"]["hits"])
