@@ -122,7 +122,10 @@ def tag_score(
         return 0.0
     tag_terms = _lowered_tags(tags)
     terms = as_term_set(metadata_terms)
-    hits = sum(1 for keyword in keywords if keyword in tag_terms or keyword in terms)
+    hits = 0
+    for keyword in keywords:
+        if keyword in tag_terms or keyword in terms:
+            hits += 1
     denominator = min(len(keywords), token_cap) if token_cap > 0 else len(keywords)
     return min(1.0, hits / denominator)
 

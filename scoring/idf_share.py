@@ -81,6 +81,8 @@ OWN_MATCH, BOTH_MATCH = "own:", "both:"
 
 def shares_from_matches(plan: KeywordPlan, matched: frozenset[str], weight: float) -> float:
     """`planned_share_in_thread` from the engine's answers for one memory (`matched`: the names above)."""
+    if not matched:
+        return 0.0
     share = plan.found_share(matched, OWN_MATCH)
     if weight <= 0:
         return share

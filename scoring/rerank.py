@@ -267,7 +267,10 @@ def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
 
 
 def _timestamp_key(c: Candidate) -> float:
-    return as_utc(c.timestamp).timestamp() if c.timestamp is not None else _NO_TIMESTAMP
+    ts = c.timestamp
+    if ts is None:
+        return _NO_TIMESTAMP
+    return (ts if ts.tzinfo is not None else as_utc(ts)).timestamp()
 
 
 def rank_key(scored: ScoredCandidate) -> tuple[float, float, str]:
