@@ -71,6 +71,15 @@ def lean_body(body: Mapping[str, Any], clauses: Sequence[dict], fields: Sequence
     return out
 
 
+def stored_body(body: Mapping[str, Any]) -> dict:
+    """A body whose few hits bring their whole stored memory: filtering `_source` in the request makes
+    the engine parse and rewrite each document (~0.1 ms a hit here: 10 memories by id, 2.4 ms
+    without a source, 2.6 with it whole, 3.8 without recall's excluded fields); the readers of a
+    recall's memories pick their fields themselves (shaping's MEMORY_FIELDS, codec.shown). Asked for
+    outright: a body with script fields returns no `_source` by default."""
+    return {**body, "_source": True}
+
+
 def lean_source(fields: Mapping[str, list]) -> dict[str, Any]:
     """A hit's doc values as the fields of a stored source (what ranking reads of it)."""
     out: dict[str, Any] = {name: values[0] for name, values in fields.items()}

@@ -152,9 +152,9 @@ class RecallService:
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
         timings.lap("rank")
         if req.prefer_observations:
-            self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE], req.detail)
+            self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE])
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = self.hydrated_page(ordered[offset : req.limit], pool, req.detail)
+        page = self.hydrated_page(ordered[offset : req.limit], pool)
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -213,7 +213,7 @@ class RecallService:
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
         # A memory written before metadata_terms_plain existed: its tag component reads its metadata.
-        self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.plain_terms(h.source) is None and h.source.get("metadata_terms")], req.detail)
+        self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.plain_terms(h.source) is None and h.source.get("metadata_terms")])
         timings.lap("search")
         if retrieved.pool_size is not None:
             vector_search["matched"] = retrieved.pool_size > 0
@@ -252,19 +252,20 @@ class RecallService:
             fields=L.fields_for(dates=bool(dates), times=req.sort != "score", thread=thread),
         )
 
-    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], detail: bool) -> None:
+    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str]) -> None:
         """The stored memories of lean hits among `ids`, in one request."""
         todo = [mid for mid in dict.fromkeys(ids) if mid in hits.hits and hits.hits[mid].lean]
         if not todo:
             return
-        body = {"size": len(todo), "_source": C.SOURCE if detail else C.RECALL_SOURCE, "query": {"ids": {"values": todo}}, "track_total_hits": False}
+        # Whole stored memories (lean.stored_body: filtering _source costs the engine more than it saves).
+        body = L.stored_body({"size": len(todo), "query": {"ids": {"values": todo}}, "track_total_hits": False})
         for h in self.store.search(body)["hits"]["hits"]:
             if h["_id"] in hits.hits:
                 hits.hits[h["_id"]].source = h.get("_source") or {}
 
-    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool, detail: bool) -> list[ScoredCandidate]:
+    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool) -> list[ScoredCandidate]:
         """The page with its stored memories; a memory deleted since the arms saw it is left out."""
-        self.hydrate(pool, [s.candidate.id for s in page], detail)
+        self.hydrate(pool, [s.candidate.id for s in page])
         return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)]
 
     def query_vector(self, req: RecallRequest, text: str | None) -> tuple[list[float] | None, dict]:
@@ -325,7 +326,7 @@ class RecallService:
         # state_debug resolves every chain so it can report each one.
         page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
         def stored(ids: list[str]) -> dict[str, dict]:  # lean hits hold only the supersession summary
-            self.hydrate(pool, ids, req.detail)
+            self.hydrate(pool, ids)
             return {mid: pool.hits[mid].source for mid in ids if mid in pool.hits}
 
         outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None, stored=stored)

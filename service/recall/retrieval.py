@@ -189,7 +189,7 @@ def plan_arms(
     arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
     if lean is not None:
         clauses = L.keyword_clauses(lean.keywords, lean.with_context)
-        arms = [(name, L.lean_body(body, clauses, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else with_clauses(body, clauses))
+        arms = [(name, L.lean_body(body, clauses, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(with_clauses(body, clauses)))
                 for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))

@@ -253,6 +253,20 @@ def test_priority_ids_fetched_placed_first_and_filtered(api):
     assert body["results"][0]["score_components"]["context"] >= 0.9
 
 
+def test_a_memory_only_a_small_arm_returns_comes_whole(api):
+    """The vector and keyword arms return doc values only; a memory that only another arm found (here
+    the priority ids') keeps the stored memory that arm returned (it carries script fields, which
+    would leave `_source` out unless asked for)."""
+    target = put(api, "an unrelated note about bicycles", tags=["keep"], metadata={"project": "wheels"})
+    for i in range(8):
+        put(api, f"kubernetes deployment guide part {i}")
+    body = recall(api, query="kubernetes deployment", priority_ids=target, limit=1)
+    top = body["results"][0]
+    assert top["id"] == target and top["match_type"] == "priority_id"
+    assert top["memory"]["content"] == "an unrelated note about bicycles"
+    assert top["memory"]["metadata"] == {"project": "wheels"} and top["memory"]["tags"] == ["keep"]
+
+
 def test_trending_and_excluded_types_and_archived(api):
     high = put(api, "very important", importance=0.95)
     put(api, "internal cluster summary", importance=1.0, type="MetaPattern")

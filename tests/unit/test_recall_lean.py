@@ -66,7 +66,7 @@ def test_plan_arms_makes_the_main_arms_lean_and_asks_every_arm_for_the_keywords(
     arms = dict(retrieval.plan_arms(req, flt, text="red car", lexical="red car", keywords=["red", "car"], vector=[0.1], limit=10,
                                     profile=None, options=opts, lean=matching))
     assert {n for n, b in arms.items() if "stored_fields" in b} == {"vector", "keyword"}
-    assert arms["metadata"]["_source"] == C.RECALL_SOURCE  # a few hits: it keeps the stored memory
+    assert arms["metadata"]["_source"] is True and "stored_fields" not in arms["metadata"]  # a few hits: whole stored memories
     named = L.keyword_clauses(["red", "car"], True)
     assert all(arms[n]["query"]["bool"]["should"] == named for n in ("vector", "keyword", "metadata"))
     counts = {n: b for n, b in arms.items() if not b.get("size")}
