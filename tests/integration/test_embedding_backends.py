@@ -155,6 +155,29 @@ def test_batching_does_not_change_vectors(onnx_fp32):
     assert cosines(batched[len(TEXTS) * 3 :], alone).min() >= 0.99999
 
 
+def test_int8_batching_does_not_change_vectors(model):
+    """int8 activations are quantised per token row (service/embedding/rowquant.py): a text's vector is
+    the same alone, in a batch of 16 with other texts, and at any place in it, up to float rounding.
+    (quantize_dynamic's graph, one scale per call, moved vectors to a cosine of 0.977 here.)"""
+    int8 = E.Embedder(model, backend="onnx-int8")
+    others = [f"Release {i}: {'the canary waits for the rollout. ' * (i % 5)}owner {i}, region eu-{i % 3}" for i in range(40)]
+    texts = [*TEXTS, *others]
+    alone = np.asarray([int8.embed_documents([t])[0] for t in texts])
+    batches = [np.asarray(int8.embed_documents(texts))]  # sorted by length, micro-batches of up to 16
+    one_call = E.OnnxBackend(int8._impl.folder, quantized=True, token_budget=10**9)  # 16 texts a call, whatever their length
+    rng = np.random.default_rng(7)
+    for _ in range(3):  # random batches of 16 (long and short texts together: much padding)
+        order = rng.permutation(len(texts))
+        got = np.empty_like(alone)
+        for start in range(0, len(texts), 16):
+            idx = order[start:start + 16]
+            got[idx] = one_call.encode([texts[i] for i in idx])
+        batches.append(got)
+    for got in batches:
+        assert np.abs(got - alone).max() <= 1e-6
+        assert cosines(got, alone).min() >= 1 - 1e-6
+
+
 def test_query_cache_returns_the_same_vector(onnx_fp32):
     first = onnx_fp32.embed_query("what database did we choose?")
     assert onnx_fp32.embed_query("what database did we choose?") is first
