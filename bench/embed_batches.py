@@ -10,7 +10,8 @@ call (texts sorted by length), THREADS intra-op threads, CALLERS threads calling
 Default: 1/256/1/2 (one text a call: int8 before per-row quantisation), 16/256/1/1, 16/256/1/2 (the
 int8 default now), 16/256/2/1 (fp32's way).
 Prints, per variant and text set, texts/s (wall) and process CPU ms per text (all threads: /proc),
-medians over the rounds with every round's figure, and the load average.
+medians over the rounds with every round's figure, the load average, and how far each variant's
+vectors are from the first variant's (max abs difference, min cosine): batch invariance.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import os
 import statistics
 import sys
 import time
+
+import numpy as np
 
 from bench.cpu import cpu_seconds
 from bench.locomo import DEFAULT_DATA, memories_for
@@ -57,22 +60,26 @@ def main(argv: list[str] | None = None) -> int:
     for b in backends.values():
         b.encode(sets["locomo turns"][:64])  # warm-up
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    vectors: dict[tuple[str, str], np.ndarray] = {}
     pid = os.getpid()
     for r in range(args.rounds):
         order = list(backends.items())
         for name, b in order if r % 2 == 0 else order[::-1]:
             for set_name, texts in sets.items():
                 cpu0, t0 = cpu_seconds(pid), time.perf_counter()
-                b.encode(texts)
+                vectors[(name, set_name)] = b.encode(texts)
                 wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
                 rows.setdefault((name, set_name), []).append((len(texts) / wall, cpu / len(texts) * 1000))
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print(f"{args.backend}, {args.texts} texts per set, {args.rounds} rounds interleaved; load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    first = next(iter(backends))
     for set_name in sets:
         for name in backends:
             v = rows[(name, set_name)]
+            ref, got = vectors[(first, set_name)], vectors[(name, set_name)]
             print(f"{set_name:12s} {name:12s} texts/s {statistics.median(x[0] for x in v):6.1f} ({', '.join(f'{x[0]:.0f}' for x in v)})"
-                  f"  CPU ms/text {statistics.median(x[1] for x in v):5.2f} ({', '.join(f'{x[1]:.1f}' for x in v)})")
+                  f"  CPU ms/text {statistics.median(x[1] for x in v):5.2f} ({', '.join(f'{x[1]:.1f}' for x in v)})"
+                  f"  vs {first}: max |diff| {np.abs(got - ref).max():.1e}, min cosine {np.sum(got * ref, axis=1).min():.7f}")
     return 0
 
 
