@@ -16,8 +16,9 @@ and why: docs/perf/embedding.md):
 
 Modules: embedder.py (the Embedder facade), layout.py (what a model folder says; the cache
 folder), bert_graph.py (the graph builder), onnx_files.py (the cached ONNX folder, fusions, int8),
-rowquant.py (the int8 graph), onnx_runtime.py (onnxruntime + tokenizers), st_route.py (sentence-transformers and torch),
-batcher.py (concurrent single-text calls gathered into one model call: the write path's).
+rowquant.py and quantize.py (the int8 graph), onnx_runtime.py (onnxruntime + tokenizers), st_route.py
+(sentence-transformers and torch), batcher.py (concurrent single-text calls gathered into one model
+call: the write path's).
 """
 
 from service.embedding.embedder import BACKENDS, QUERY_CACHE_SIZE, Embedder, check_model
