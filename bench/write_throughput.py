@@ -3,16 +3,23 @@
     python -m bench.write_throughput                          # unbatched vs micro-batched writes, 3 rounds in turn
     python -m bench.write_throughput --clients 8 --writes 400 --rounds 3
     python -m bench.write_throughput --variant int8:EMBEDDING_BACKEND=onnx-int8 --variant fp32:EMBEDDING_BACKEND=onnx
+    python -m bench.write_throughput --texts locomo --alone 0 --writes 0 --batches 7 --variant new: --variant old:ROOT=../main
 
-Each variant is a set of environment settings; every round starts each variant in turn as its own
+Each variant is a set of environment settings; `ROOT=<checkout>` among them runs that checkout's
+service instead of this one's (two versions of the code, A/B in the same rounds);every round starts each variant in turn as its own
 process (`python -m service`, fresh INDEX_PREFIX, WRITE_REFRESH default, enrichment and consolidation
 off so that only the write path runs) against OPENSEARCH_URL or the local node `bench`, so load that
 comes and goes on a shared machine hits every variant alike; medians over rounds are reported.
-Memory texts are bench.corpus's (40-1,000 characters, median ~250), each text used once. Measured:
+Memory texts are bench.corpus's (40-1,000 characters, median ~250) or, with `--texts locomo`, the
+LoCoMo dev slice's 788 turns as bench.locomo stores them (median ~100 characters, with their tags,
+metadata and timestamps; cycled when a run needs more); each text used once per run. Measured:
 - alone: POST /memory one after another, client-side p50 / p95 (what the batcher's window costs a
   writer with nobody to share a model call with);
 - concurrent: `--clients` threads POSTing single memories without pause: writes/s, p50 / p95;
-- batch: POST /memory/batch of 100, memories/s (embedding included).
+- batch: POST /memory/batch of 100, memories/s (embedding included), and the service's CPU per
+  memory meanwhile (all its threads, /proc; the engine's too with --engine-pid, on a node of
+  its own: a shared node's CPU is everyone's).
+`--alone 0` / `--writes 0` skip those parts.
 Prints a table and writes bench/out/write_throughput.json with the load average of every run.
 """
 
@@ -25,11 +32,13 @@ import statistics
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 
 from bench import corpus as C
-from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.cpu import cpu_seconds
+from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg, percentile
 
 BASE_ENV = {"ENRICHMENT_ENABLED": "false", "CONSOLIDATION_TICK_SECONDS": "0"}
 VARIANTS = ("unbatched:EMBEDDING_WRITE_BATCHING=false", "batched-2ms:EMBEDDING_WRITE_BATCHING=true,EMBEDDING_BATCH_WINDOW_MS=2",
@@ -41,29 +50,41 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(item.split("=", 1) for item in settings.split(",") if item)
 
 
-def corpus_texts(n: int, seed: int) -> list[str]:
-    return [r["content"] for r, _ in C.CorpusGenerator(n, seed=seed).records()]
+def corpus_texts(n: int, seed: int) -> list[dict]:
+    return [{"content": r["content"]} for r, _ in C.CorpusGenerator(n, seed=seed).records()]
+
+
+def locomo_texts(n: int) -> list[dict]:
+    """The LoCoMo dev slice's turns as bench.locomo stores them, without their ids, cycled to n."""
+    from bench.locomo import DEFAULT_DATA, memories_for
+
+    turns = [{k: v for k, v in m.items() if k != "id"} for sample in json.loads(DEFAULT_DATA.read_text()) for m in memories_for(sample)]
+    return list(itertools.islice(itertools.cycle(turns), n))
 
 
 def _ms(values: list[float]) -> dict:
     return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1), "n": len(values)}
 
 
-def run_variant(url: str, env: dict[str, str], texts: list[str], *, alone: int, clients: int, writes: int, batches: int) -> dict:
+def run_variant(url: str, env: dict[str, str], texts: list[dict], *, alone: int, clients: int, writes: int, batches: int,
+                engine_pid: int | None = None, prefix: str = "bench-wt") -> dict:
     feed = iter(texts)
     out: dict = {"load_before": load_avg()}
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    with ServiceProcess(url, f"bench-wt-{uuid.uuid4().hex[:6]}", env={**BASE_ENV, **env}) as base, \
-            httpx.Client(base_url=base, headers=auth, timeout=120) as http:
+    env = dict(env)
+    root = Path(env.pop("ROOT", ROOT)).resolve()
+    svc = ServiceProcess(url, f"{prefix}-{uuid.uuid4().hex[:6]}", env={**BASE_ENV, **env}, tree=root)
+    with svc as base, httpx.Client(base_url=base, headers=auth, timeout=120) as http:
         for _ in range(5):  # warm-up: model, connections, first refresh
-            assert http.post("/memory", json={"content": next(feed)}).status_code == 201
+            assert http.post("/memory", json=next(feed)).status_code == 201
         lat = []
         for _ in range(alone):
             started = time.perf_counter()
-            resp = http.post("/memory", json={"content": next(feed)})
+            resp = http.post("/memory", json=next(feed))
             lat.append((time.perf_counter() - started) * 1000)
             assert resp.status_code == 201, resp.text
-        out["alone_ms"] = _ms(lat)
+        if alone:
+            out["alone_ms"] = _ms(lat)
 
         lock, lat, todo = threading.Lock(), [], iter(list(itertools.islice(feed, writes)))
 
@@ -75,27 +96,34 @@ def run_variant(url: str, env: dict[str, str], texts: list[str], *, alone: int, 
                     if text is None:
                         return
                     started = time.perf_counter()
-                    resp = w.post("/memory", json={"content": text})
+                    resp = w.post("/memory", json=text)
                     ms = (time.perf_counter() - started) * 1000
                     assert resp.status_code == 201, resp.text
                     with lock:
                         lat.append(ms)
 
-        threads = [threading.Thread(target=writer) for _ in range(clients)]
+        threads = [threading.Thread(target=writer) for _ in range(clients if writes else 0)]
         started = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        out["concurrent_per_s"] = round(len(lat) / (time.perf_counter() - started), 1)
-        out["concurrent_ms"] = _ms(lat)
+        if writes:
+            out["concurrent_per_s"] = round(len(lat) / (time.perf_counter() - started), 1)
+            out["concurrent_ms"] = _ms(lat)
 
         chunks = [list(itertools.islice(feed, 100)) for _ in range(batches)]
+        n = sum(map(len, chunks))
+        cpu = {"service": cpu_seconds(svc.proc.pid), "engine": cpu_seconds(engine_pid)}
         started = time.perf_counter()
         for chunk in chunks:
-            resp = http.post("/memory/batch", json={"memories": [{"content": t} for t in chunk]})
+            resp = http.post("/memory/batch", json={"memories": chunk})
             assert resp.status_code == 201, resp.text
-        out["batch_per_s"] = round(sum(map(len, chunks)) / (time.perf_counter() - started), 1)
+        out["batch_per_s"] = round(n / (time.perf_counter() - started), 1)
+        for who, before in cpu.items():
+            after = cpu_seconds(svc.proc.pid if who == "service" else engine_pid)
+            if before is not None and after is not None and n:
+                out[f"batch_{who}_cpu_ms"] = round((after - before) / n * 1000, 2)
     out["load_after"] = load_avg()
     return out
 
@@ -110,18 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=5, help="POST /memory/batch calls of 100 per run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--url", default=None, help="OpenSearch URL (default: OPENSEARCH_URL or the local node `bench`)")
+    parser.add_argument("--texts", choices=["corpus", "locomo"], default="corpus")
+    parser.add_argument("--engine-pid", type=int, default=None, help="the engine's pid: its CPU per memory of the batch part")
+    parser.add_argument("--prefix", default="bench-wt", help="INDEX_PREFIX stem of the services (each run adds a suffix)")
     args = parser.parse_args(argv)
     variants = [parse_variant(v) for v in (args.variant or VARIANTS)]
     url = C.node_url(args.url)
     per_run = 5 + args.alone + args.writes + 100 * args.batches
-    texts = corpus_texts(per_run * args.rounds * len(variants), seed=11)
+    total = per_run * args.rounds * len(variants)
+    texts = corpus_texts(total, seed=11) if args.texts == "corpus" else locomo_texts(total)
     runs: dict[str, list[dict]] = {name: [] for name, _ in variants}
     slices = iter(range(0, len(texts), per_run))
     for rnd in range(args.rounds):
         for name, env in variants:
             start = next(slices)
             one = run_variant(url, env, texts[start : start + per_run], alone=args.alone, clients=args.clients, writes=args.writes,
-                              batches=args.batches)
+                              batches=args.batches, engine_pid=args.engine_pid, prefix=args.prefix)
             runs[name].append(one)
             print(f"round {rnd + 1} {name}: {json.dumps(one)}", flush=True)
 
@@ -130,18 +162,21 @@ def main(argv: list[str] | None = None) -> int:
         for r in runs[name]:
             v = r
             for p in path:
-                v = v[p]
-            vals.append(v)
+                v = v.get(p, {}) if isinstance(v, dict) else v
+            vals.append(v if isinstance(v, (int, float)) else float("nan"))
         return statistics.median(vals)
 
     OUT.mkdir(parents=True, exist_ok=True)
-    report = {"clients": args.clients, "variants": dict(variants), "runs": runs}
+    report = {"clients": args.clients, "texts": args.texts, "variants": dict(variants), "runs": runs}
     (OUT / "write_throughput.json").write_text(json.dumps(report, indent=2))
-    print(f"\nmedians of {args.rounds} rounds, {args.clients} clients")
-    print(f"{'variant':14s} {'alone p50':>9s} {'p95':>6s} {f'{args.clients} clients/s':>12s} {'p50':>6s} {'p95':>6s} {'batch/s':>8s}")
+    print(f"\nmedians of {args.rounds} rounds, {args.clients} clients, {args.texts} texts")
+    print(f"{'variant':14s} {'alone p50':>9s} {'p95':>6s} {f'{args.clients} clients/s':>12s} {'p50':>6s} {'p95':>6s} {'batch/s':>8s}"
+          f" {'service CPU ms':>14s} {'engine CPU ms':>13s}")
     for name, _ in variants:
         print(f"{name:14s} {med(name, 'alone_ms', 'p50'):9.1f} {med(name, 'alone_ms', 'p95'):6.1f} {med(name, 'concurrent_per_s'):12.1f} "
-              f"{med(name, 'concurrent_ms', 'p50'):6.1f} {med(name, 'concurrent_ms', 'p95'):6.1f} {med(name, 'batch_per_s'):8.1f}")
+              f"{med(name, 'concurrent_ms', 'p50'):6.1f} {med(name, 'concurrent_ms', 'p95'):6.1f} {med(name, 'batch_per_s'):8.1f}"
+              f" {med(name, 'batch_service_cpu_ms'):14.2f} {med(name, 'batch_engine_cpu_ms'):13.2f}")
+        print(f"{'':14s} batch/s per round: {[r['batch_per_s'] for r in runs[name]]}")
     loads = [r["load_before"][0] for rs in runs.values() for r in rs] + [r["load_after"][0] for rs in runs.values() for r in rs]
     print(f"load average (1 min) over the runs: {min(loads)}-{max(loads)}")
     return 0

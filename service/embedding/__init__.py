@@ -8,16 +8,17 @@ and why: docs/perf/embedding.md):
   graph is written straight from model.safetensors and config.json, without torch
   (bert_graph.py); any other model is exported once with torch.onnx.export, which needs the
   `models` extra (st_route.py). Exact: cosine >= 0.99999 to sentence-transformers fp32.
-- `onnx-int8` (default): the same graph with onnxruntime dynamic int8 quantisation (per-channel
-  weights, MatMul and Attention), one text a call (its activation scales are per call). Faster;
-  cosine ~0.99 to fp32, so rankings move a little (LoCoMo dev recall@5 did not drop). Its vectors
-  carry their own model id (Embedder.short_name).
+- `onnx-int8` (default): the same graph with int8 MatMuls, weights per output channel and
+  activations per token row (rowquant.py), so a text's vector does not depend on its batch. Faster;
+  cosine ~0.997 to fp32, so rankings move a little. Its vectors carry their own model id, versioned
+  with the graph (Embedder.short_name).
 - `torch`: plain sentence-transformers (the `models` extra).
 
 Modules: embedder.py (the Embedder facade), layout.py (what a model folder says; the cache
 folder), bert_graph.py (the graph builder), onnx_files.py (the cached ONNX folder, fusions, int8),
-onnx_runtime.py (onnxruntime + tokenizers), st_route.py (sentence-transformers and torch),
-batcher.py (concurrent single-text calls gathered into one model call: the write path's).
+rowquant.py and quantize.py (the int8 graph), onnx_runtime.py (onnxruntime + tokenizers), st_route.py
+(sentence-transformers and torch), batcher.py (concurrent single-text calls gathered into one model
+call: the write path's).
 """
 
 from service.embedding.embedder import BACKENDS, QUERY_CACHE_SIZE, Embedder, check_model

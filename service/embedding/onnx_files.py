@@ -1,6 +1,6 @@
 """The cached ONNX folder of a model: made once, by one of two routes, then reused.
 
-    <cache_root>/onnx/<model>-<route>-<digest>/  model.onnx, model.int8.onnx (on demand), tokenizer.json, meta.json
+    <cache_root>/onnx/<model>-<route>-<digest>/  model.onnx, model.int8-rows-v<N>.onnx (on demand), tokenizer.json, meta.json
 
 - route "graph" (no torch): BERT-family sentence-transformers models, written from model.safetensors
   and config.json by service/embedding/bert_graph.py;

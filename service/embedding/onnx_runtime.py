@@ -18,15 +18,14 @@ import numpy as np
 # waste on a CPU, and with memory-sized texts (40-1,000 characters) calls of 16 texts ran at ~43/s
 # unbudgeted, ~107/s with 512 and ~118/s with 256 tokens; short texts still go 16 at a time.
 ONNX_THREADS = 2
-# int8 runs one text a call (below), and for one text a second thread's hand-offs cost more CPU than
-# they save time: LoCoMo questions, 3 rounds (bench/embed_query_cpu.py): 2 threads 3.43 ms of CPU and
-# 2.16 ms wall per text, 1 thread 2.48 and 2.46 (fp32: 6.01 / 3.51 against 5.38 / 5.35). The CPU a recall
-# does not spend here is the engine's on 2 shared cores.
+# int8 runs on one intra-op thread: a query is one text a call, and for one text a second thread's
+# hand-offs cost more CPU than they save time: LoCoMo questions, 3 rounds (bench/embed_query_cpu.py):
+# 2 threads 3.43 ms of CPU and 2.16 ms wall per text, 1 thread 2.48 and 2.46 (fp32: 6.01 / 3.51 against
+# 5.38 / 5.35). The CPU a recall does not spend here is the engine's on 2 shared cores.
 ONNX_INT8_THREADS = 1
 # ... and many texts (a batch write, a re-embed) go through that one-thread session from this many
-# callers at once instead: corpus texts (40-1,000 characters), 3 rounds of 100 (2026-12-02, load ~1.5):
-# 2 intra-op threads one after another 92 texts/s at 18.8 ms of CPU each, 1 thread 65/s, 1 thread from
-# 2 callers 109/s at 15.6 ms. One text per call keeps every vector a function of its text alone.
+# callers at once, each with its own micro-batches: LoCoMo turns 16 a call, 2 callers 380/s at 5.0 ms
+# of CPU each, 1 caller 209/s at 4.8, 2 intra-op threads 212/s at 7.1 (bench.embed_batches, load ~1).
 ONNX_INT8_CALLERS = 2
 ONNX_MICRO_BATCH = 16
 ONNX_TOKEN_BUDGET = 256
@@ -57,12 +56,9 @@ class OnnxBackend:
         self.input_names: list[str] = meta["input_names"]
         self.pad_id = int(meta["pad_id"])
         self.do_lower_case = bool(meta.get("do_lower_case"))
-        # int8 quantises activations per call (one scale per tensor), so a text's vector would move with
-        # the texts sharing its call (cosine 0.987-1.0 to it alone): export + import, re-embedding and
-        # similarity strengths would not reproduce. One text a call keeps each vector a function of its
-        # text, at 112 against 138 memories/s (corpus texts; LoCoMo turns 162 against 263; fp32 batched
-        # 69 and 127; docs/perf/embedding.md).
-        self.micro_batch = 1 if quantized else micro_batch
+        # int8 quantises activations per row (service/embedding/rowquant.py), so a text's vector does
+        # not depend on the texts sharing its call: both backends batch.
+        self.micro_batch = micro_batch
         self.token_budget = token_budget
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # A packaged tokenizer.json may pad and truncate at its own length (128 for all-MiniLM-L6-v2);
@@ -83,8 +79,8 @@ class OnnxBackend:
         path = quantize_int8(folder) if quantized else folder / "model.onnx"
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.path = path
-        # One-thread int8 sessions take several texts from ONNX_INT8_CALLERS callers (session.run is
-        # thread-safe and releases the GIL); made on first use.
+        # One-thread int8 sessions take several micro-batches from ONNX_INT8_CALLERS callers (session.run
+        # is thread-safe and releases the GIL); made on first use.
         self.callers = ONNX_INT8_CALLERS if quantized and self.threads == 1 else 1
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()

@@ -8,29 +8,21 @@ import os
 import tempfile
 from pathlib import Path
 
+from service.embedding.rowquant import INT8_FILE, quantize_rows
+
 
 def quantize_int8(folder: Path) -> Path:
-    """model.int8.onnx next to model.onnx: dynamic int8 with per-channel weights, MatMul and Attention.
-
-    Measured on the packaged all-MiniLM-L6-v2: quantising every op type per tensor gave a cosine of
-    ~0.93 against fp32; per-channel weights give ~0.99 (~0.98 for one-word texts).
-    """
-    target = folder / "model.int8.onnx"
+    """INT8_FILE next to model.onnx: int8 weights per output channel, activations per row (rowquant.py),
+    so a text's vector does not depend on the texts sharing its model call. Written once; the file's
+    name carries the graph's version, so a cache written by an older build (model.int8.onnx, whose
+    activation scales were per call) is never read as this graph."""
+    target = folder / INT8_FILE
     if target.is_file():
         return target
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     fd, tmp = tempfile.mkstemp(prefix=".model.int8-", suffix=".onnx", dir=folder)
     os.close(fd)
     try:
-        with quiet_onnxruntime():
-            quantize_dynamic(
-                str(folder / "model.onnx"), tmp, weight_type=QuantType.QInt8, per_channel=True,
-                op_types_to_quantize=["MatMul", "Attention"],
-                # Fused (com.microsoft) nodes defeat ONNX shape inference: their outputs are float.
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
+        quantize_rows(folder / "model.onnx", Path(tmp))
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     finally:

@@ -22,6 +22,7 @@ import pytest
 from service import embedding as E
 from service.config import default_embedding_model
 from service.embedding import onnx_files, st_route
+from service.embedding.rowquant import INT8_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = json.loads((REPO / "tests" / "data" / "embedding-reference.json").read_text())
@@ -123,19 +124,19 @@ def test_without_the_models_extra_start_up_fails_with_one_line(tmp_path):
 
 
 def test_onnx_int8_stays_close(model, reference):
-    """Memory-sized texts (40+ characters) keep a cosine >= 0.98; one-word and empty texts drift more (~0.97)."""
+    """Memory-sized texts (40+ characters) keep a cosine >= 0.99; one-word and empty texts drift more."""
     int8 = E.Embedder(model, backend="onnx-int8")
     assert int8.backend == "onnx-int8"
     got = np.asarray(int8.embed_documents(TEXTS))
     sims = cosines(got, reference)
     memory_sized = [float(c) for c, t in zip(sims, TEXTS) if len(t.strip()) >= 40]
-    assert len(memory_sized) == 4 and min(memory_sized) >= 0.98
-    assert sims.min() >= 0.95
+    assert len(memory_sized) == 4 and min(memory_sized) >= 0.99
+    assert sims.min() >= 0.97
     assert np.linalg.norm(got, axis=1) == pytest.approx(np.ones(len(TEXTS)), abs=1e-5)
 
 
 def test_intra_op_threads_by_backend_and_by_setting(model, onnx_fp32):
-    """EMBEDDING_THREADS=0 (default): int8 one thread (one text a call), fp32 two; a number sets both.
+    """EMBEDDING_THREADS=0 (default): int8 one thread (a query is one text a call), fp32 two; a number sets both.
     The thread count changes no vector: one text's int8 vector is the same on 1 or 2 threads."""
     from service.config import Settings
 
@@ -154,6 +155,29 @@ def test_batching_does_not_change_vectors(onnx_fp32):
     assert cosines(batched[len(TEXTS) * 3 :], alone).min() >= 0.99999
 
 
+def test_int8_batching_does_not_change_vectors(model):
+    """int8 activations are quantised per token row (service/embedding/rowquant.py): a text's vector is
+    the same alone, in a batch of 16 with other texts, and at any place in it, up to float rounding.
+    (quantize_dynamic's graph, one scale per call, moved vectors to a cosine of 0.977 here.)"""
+    int8 = E.Embedder(model, backend="onnx-int8")
+    others = [f"Release {i}: {'the canary waits for the rollout. ' * (i % 5)}owner {i}, region eu-{i % 3}" for i in range(40)]
+    texts = [*TEXTS, *others]
+    alone = np.asarray([int8.embed_documents([t])[0] for t in texts])
+    batches = [np.asarray(int8.embed_documents(texts))]  # sorted by length, micro-batches of up to 16
+    one_call = E.OnnxBackend(int8._impl.folder, quantized=True, token_budget=10**9)  # 16 texts a call, whatever their length
+    rng = np.random.default_rng(7)
+    for _ in range(3):  # random batches of 16 (long and short texts together: much padding)
+        order = rng.permutation(len(texts))
+        got = np.empty_like(alone)
+        for start in range(0, len(texts), 16):
+            idx = order[start:start + 16]
+            got[idx] = one_call.encode([texts[i] for i in idx])
+        batches.append(got)
+    for got in batches:
+        assert np.abs(got - alone).max() <= 1e-6
+        assert cosines(got, alone).min() >= 1 - 1e-6
+
+
 def test_query_cache_returns_the_same_vector(onnx_fp32):
     first = onnx_fp32.embed_query("what database did we choose?")
     assert onnx_fp32.embed_query("what database did we choose?") is first
@@ -165,7 +189,7 @@ def test_the_onnx_files_are_cached_outside_the_repo_and_reused(model, onnx_fp32,
     assert (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file()
     assert REPO not in folder.parents
     E.Embedder(model, backend="onnx-int8")  # makes sure the int8 file exists too
-    before = {name: (folder / name).stat() for name in ("model.onnx", "model.int8.onnx")}
+    before = {name: (folder / name).stat() for name in ("model.onnx", INT8_FILE)}
     with caplog.at_level(logging.INFO, logger="engram.embedding"):
         again = E.Embedder(model, backend="onnx")
         again_int8 = E.Embedder(model, backend="onnx-int8")
@@ -174,7 +198,7 @@ def test_the_onnx_files_are_cached_outside_the_repo_and_reused(model, onnx_fp32,
         now = (folder / name).stat()
         assert (now.st_ino, now.st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
     assert again.describe()["onnx_file"] == str(folder / "model.onnx")
-    assert again_int8.describe()["onnx_file"] == str(folder / "model.int8.onnx")
+    assert again_int8.describe()["onnx_file"] == str(folder / INT8_FILE)
 
 
 def test_the_cache_key_follows_the_model_files(tmp_path, model):

@@ -73,7 +73,7 @@ def test_json_logs_request_ids_and_a_clean_stop(engine_url, os_client):
     assert by_message["memory_stored"]["request_id"] == "store-1"
     assert by_message["recall_complete"]["request_id"] == "recall-1" and by_message["recall_complete"]["query_length"] == len("secret plans")
     assert any(d["logger"] == "engram.access" and d["message"].startswith("GET /recall 200") and d["request_id"] == "recall-1" for d in docs)
-    up = by_message["engram is up (all-MiniLM-L6-v2+int8, onnx-int8)"]
+    up = by_message["engram is up (all-MiniLM-L6-v2+int8-rows-v1, onnx-int8)"]
     assert up["api"] == url and up["docs"] == f"{url}/docs" and up["engine"] == engine_url
     assert any(d["logger"].startswith("uvicorn") for d in docs)  # uvicorn's own lines, in the same format
     assert not any(d["logger"].startswith("opensearch") for d in docs), [d for d in docs if d["logger"].startswith("opensearch")]

@@ -26,7 +26,7 @@ def test_concurrent_writes_each_store_their_own_texts_vector(make_client, embedd
     got = np.array([stored[i][0] for i in ids])
     alone = np.array([embedder.embed_documents([t])[0] for t in TEXTS])
     similarity = got @ alone.T
-    # Each memory's vector is its own text's, as if embedded alone (int8 runs one text a call for that).
+    # Each memory's vector is its own text's, as if embedded alone (int8 quantises activations per token row for that).
     assert list(similarity.argmax(axis=1)) == list(range(len(TEXTS)))
     assert np.abs(got - alone).max() < 1e-5
 
