@@ -86,12 +86,12 @@ def questions(data: list[dict]) -> list[tuple[str, str, set[str]]]:
 
 
 def copies_of(data: list[dict], copies: int) -> list[dict]:
-    """The slice and copies-1 more of each conversation under another sample id (`conv-26~2`, ...): a
+    """The slice and copies-1 more of each conversation under another sample id (`conv-26-copy2`, ...): a
     store of a held-out run's size (6 copies: 4,728 memories; the held-out run had 5,094) whose
     recalls still search one conversation's tag. The questions stay those of the originals."""
     out = list(data)
     for k in range(2, copies + 1):
-        out += [{**sample, "sample_id": f"{sample['sample_id']}~{k}"} for sample in data]
+        out += [{**sample, "sample_id": f"{sample['sample_id']}-copy{k}"} for sample in data]
     return out
 
 
