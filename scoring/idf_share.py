@@ -2,10 +2,8 @@
 memory's content holds, matched on stems as OpenSearch's `english` analyzer indexes them.
 
 The query side (each keyword's stems and weight) is a `KeywordPlan`, built once per query; each
-candidate then costs its content's stem set (cached per content) and a few set lookups. A recall's
-main arms let the engine answer the same question instead (`shares_from_matches`): which planned
-keywords its own `english` analysis finds in the content, and in content and thread context
-together, so their hits need no content at all.
+candidate then costs its content's stem set (cached per content, or stored with the memory) and a
+few set lookups.
 """
 
 from __future__ import annotations
@@ -22,17 +20,6 @@ class KeywordPlan:
 
     keywords: tuple[tuple[tuple[str, ...], float], ...]
     total: float
-    names: tuple[str, ...] = ()  # the keyword each entry of `keywords` was planned from
-
-    def found_share(self, matched: frozenset[str], prefix: str) -> float:
-        """Share of the weight whose keywords the engine found (`matched` holds `prefix + keyword`)."""
-        if self.total <= 0:
-            return 0.0
-        found = 0.0
-        for name, (_, weight) in zip(self.names, self.keywords):
-            if prefix + name in matched:
-                found += weight
-        return found / self.total
 
     def share(self, words: frozenset[str]) -> float:
         """Share of the weight whose keywords find all their stems in `words`; 0.0 without weight."""
@@ -55,7 +42,6 @@ def keyword_plan(keywords: Sequence[str], idf: Mapping[str, float]) -> KeywordPl
     known = [max(0.0, float(value)) for value in idf.values()]
     default_weight = max(known) if known else 1.0
     planned: list[tuple[tuple[str, ...], float]] = []
-    names: list[str] = []
     total = 0.0
     for keyword in keywords:
         stems = keyword_stems(keyword)
@@ -64,38 +50,21 @@ def keyword_plan(keywords: Sequence[str], idf: Mapping[str, float]) -> KeywordPl
         weight = max(0.0, float(idf[keyword])) if keyword in idf else default_weight
         total += weight
         planned.append((stems, weight))
-        names.append(keyword)
-    return KeywordPlan(tuple(planned), total, tuple(names))
-
-
-def planned_keywords(keywords: Sequence[str]) -> list[str]:
-    """The keywords a plan gives weight to (those with stems), whatever the IDF: what the engine is
-    asked to look for in each hit."""
-    return [k for k in keywords if keyword_stems(k)]
-
-
-# The names of the engine's answers (named queries, service/recall/lean.py): `own:<keyword>` when the
-# content holds every term of the keyword, `both:<keyword>` when content and thread context together do.
-OWN_MATCH, BOTH_MATCH = "own:", "both:"
-
-
-def shares_from_matches(plan: KeywordPlan, matched: frozenset[str], weight: float) -> float:
-    """`planned_share_in_thread` from the engine's answers for one memory (`matched`: the names above)."""
-    if not matched:
-        return 0.0
-    share = plan.found_share(matched, OWN_MATCH)
-    if weight <= 0:
-        return share
-    return share + min(1.0, weight) * max(0.0, plan.found_share(matched, BOTH_MATCH) - share)
+    return KeywordPlan(tuple(planned), total)
 
 
 def planned_share_in_thread(plan: KeywordPlan, content: str | None, thread_context: str | None, weight: float) -> float:
     """`idf_keyword_share_in_thread` for a plan built beforehand."""
-    words = stemmed_words(content)
+    return planned_share_of_stems(plan, stemmed_words(content), stemmed_words(thread_context) if thread_context else None, weight)
+
+
+def planned_share_of_stems(plan: KeywordPlan, words: frozenset[str], context: frozenset[str] | None, weight: float) -> float:
+    """The same from the stem sets of the content and the thread context (a recall's lean hits carry
+    them, stored at write time: service/memory/stems.py)."""
     own = plan.share(words)
-    if not thread_context or weight <= 0:
+    if not context or weight <= 0:
         return own
-    both = plan.share(words | stemmed_words(thread_context))
+    both = plan.share(words | context)
     return own + min(1.0, weight) * max(0.0, both - own)
 
 

@@ -36,7 +36,7 @@ from scoring.components import (
     tag_score,
 )
 from scoring.context import ContextProfile, context_bonus
-from scoring.idf_share import KeywordPlan, keyword_plan, planned_share_in_thread, shares_from_matches
+from scoring.idf_share import KeywordPlan, keyword_plan, planned_share_in_thread, planned_share_of_stems
 from scoring.metadata_terms import metadata_term_sets
 from scoring.keywords import topic_keywords
 from scoring.weights import RecencyConfig, Weights
@@ -97,10 +97,10 @@ class Candidate:
     match_type: str = "vector"  # one of MATCH_TYPES
     thread_context: str = ""  # the text of the memory before it in its thread (engram profile keyword share)
     date_terms: tuple[str, ...] = ()  # the dates it speaks of and was written on (engram profile date component)
-    # engram profile, idf mode: which planned keywords the engine found in the content, and in content
-    # and thread context together (scoring.idf_share.OWN_MATCH / BOTH_MATCH names; a lean hit carries
-    # no content); None: read from `content` itself.
-    keyword_matches: frozenset[str] | None = None
+    # The stems of the content and of the thread context, when known (a lean hit carries them instead
+    # of its texts, service/memory/stems.py); None: from `content` and `thread_context` themselves.
+    content_stems: frozenset[str] | None = None
+    context_stems: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,8 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
         vector = max(0.0, float(c.vector_cosine)) if c.vector_cosine is not None else 0.0
         if req.keyword_mode == "bm25":
             keyword = bm25_normalized(c.bm25, req.max_bm25)
-        elif c.keyword_matches is not None:
-            keyword = shares_from_matches(req.keyword_plan, c.keyword_matches, req.thread_context_weight)
+        elif c.content_stems is not None:
+            keyword = planned_share_of_stems(req.keyword_plan, c.content_stems, c.context_stems, req.thread_context_weight)
         else:
             keyword = planned_share_in_thread(req.keyword_plan, c.content, c.thread_context, req.thread_context_weight)
     if c.match_type == TRENDING_MATCH_TYPE:

@@ -5,14 +5,14 @@ block, which also holds the `_recovery_source` copy with its 384-float vector, a
 filters the JSON. For the ~170 hits a recall's vector and keyword arms return, that was half the
 engine's time (LoCoMo dev corpus: 20.5 -> 9.2 ms p50 per `_msearch`) and the largest response the
 service decodes (220 -> 85 kB). So these arms ask for `stored_fields: _none_` and the few fields
-ranking reads as `docvalue_fields`; the engine also says, through named queries, which planned
-keywords each hit's content (and thread context) holds, since the keyword component would otherwise
-need the content. The memories that reach the page, and any whose supersession state must be read,
-get their stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession
-summary (superseded_at, superseded_by, supersede_type) tells whether it is current; the stored
-memory is read only when its chain is resolved.
+ranking reads as `docvalue_fields`: among them the stems of the content and thread context the
+write path stores (service/memory/stems.py), which the keyword component reads instead of the
+content. The memories that reach the page, and any written before those fields existed, get their
+stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession summary
+(superseded_at, superseded_by, supersede_type) tells whether it is current; the stored memory is
+read only when its chain is resolved.
 
-Pure: building the arms' extra clauses and reading their hits back.
+Pure: the arms' bodies and their hits read back.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scoring.idf_share import BOTH_MATCH, OWN_MATCH
+from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS
 
 # What ranking reads of a lean hit. Dates come back in the mapping's format (ISO 8601, as stored
 # documents are read); numbers as the index keeps them (float fields are single precision).
@@ -30,15 +30,8 @@ SCALAR_FIELDS: tuple[str, ...] = (
     "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at",
     "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
 )
-LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain")
+LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain", CONTENT_STEMS, CONTEXT_STEMS)
 FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
-
-
-def fields_for(*, dates: bool, times: bool, thread: bool) -> tuple[str, ...]:
-    """The doc values a recall reads: date terms only when its query names a date, updated_at only for
-    the time sorts, the thread predecessor only for the neighbour bonus (a quarter of the bytes)."""
-    skip = {name for name, needed in (("date_terms", dates), ("updated_at", times), ("thread_prev", thread)) if not needed}
-    return tuple(f for f in FIELDS if f not in skip)
 # float fields are single precision in the index: 0.7 comes back as 0.699999988079071. Seven
 # decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
 FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance_score"})
@@ -47,27 +40,21 @@ LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
 NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
 
 
-def keyword_clauses(keywords: Sequence[str], with_context: bool) -> list[dict]:
-    """Zero-boost named clauses (they never change a score) for each planned keyword: the engine's
-    own analysis answers whether the content (and content with thread context) holds every term of it."""
-    out: list[dict] = []
-    for kw in keywords:
-        out.append({"match": {"content": {"query": kw, "operator": "and", "boost": 0.0, "_name": OWN_MATCH + kw}}})
-        if with_context:
-            out.append({"multi_match": {
-                "query": kw, "type": "cross_fields", "fields": ["content", "thread_context"], "operator": "and",
-                "boost": 0.0, "_name": BOTH_MATCH + kw,
-            }})
-    return out
+def fields_for(*, dates: bool, times: bool, thread: bool, stems: bool) -> tuple[str, ...]:
+    """The doc values a recall reads: date terms only when its query names a date, updated_at only for
+    the time sorts, the thread predecessor only for the neighbour bonus, the stems only for the IDF
+    keyword share (a quarter of the bytes, and more for long memories)."""
+    skip = {name for name, needed in (("date_terms", dates), ("updated_at", times), ("thread_prev", thread)) if not needed}
+    if not stems:
+        skip |= {CONTENT_STEMS, CONTEXT_STEMS}
+    return tuple(f for f in FIELDS if f not in skip)
 
 
-def lean_body(body: Mapping[str, Any], clauses: Sequence[dict], fields: Sequence[str] = FIELDS) -> dict:
-    """An arm's body that returns doc values instead of `_source`, and says which clauses matched."""
+def lean_body(body: Mapping[str, Any], fields: Sequence[str] = FIELDS) -> dict:
+    """An arm's body that returns doc values instead of `_source`."""
     out = {k: v for k, v in body.items() if k != "_source"}
     out["stored_fields"] = "_none_"
     out["docvalue_fields"] = list(fields)
-    if clauses:
-        out["query"] = {"bool": {"must": [body["query"]], "should": list(clauses)}}
     return out
 
 
@@ -105,3 +92,11 @@ def plain_terms(source: Mapping[str, Any]) -> tuple[str, ...] | None:
     if terms is None:
         return None
     return () if terms == NO_PLAIN_TERMS else tuple(terms)
+
+
+def predates(source: Mapping[str, Any], stems: bool) -> bool:
+    """A lean hit of a memory written before the fields ranking reads existed: its stored memory is
+    read before scoring (its metadata for the tag component, its content for the keyword share)."""
+    if stems and CONTENT_STEMS not in source:
+        return True
+    return plain_terms(source) is None and bool(source.get("metadata_terms"))

@@ -18,8 +18,7 @@ from datetime import datetime
 
 from scoring.context import ContextProfile, build_context_profile
 from scoring.floors import has_temporal_intent
-from scoring.idf_share import planned_keywords
-from scoring.keywords import extract_keywords, topic_keywords
+from scoring.keywords import extract_keywords
 from scoring.neighbours import neighbour_bonus
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate, sort_scored
 from scoring.weights import RecencyConfig, Weights
@@ -212,14 +211,16 @@ class RecallService:
             lean=lean_hits,
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
-        # A memory written before metadata_terms_plain existed: its tag component reads its metadata.
-        self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.plain_terms(h.source) is None and h.source.get("metadata_terms")])
+        # A memory written before the fields ranking reads existed: its stored memory is read instead.
+        if lean_hits is not None:
+            stems = L.CONTENT_STEMS in lean_hits.fields
+            self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.predates(h.source, stems)])
         timings.lap("search")
         if retrieved.pool_size is not None:
             vector_search["matched"] = retrieved.pool_size > 0
         scoring = self.scoring_request(req, text, keywords, retrieved, now, profile, dates)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
-        ranked = rank([h.candidate(default_match, lean_hits) for h in retrieved.hits.values()], scoring)
+        ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
         if req.scoring_profile == "engram" and self.settings.thread_context_enabled:
             prev = {mid: h.source.get("thread_prev") for mid, h in retrieved.hits.items()}
             ranked = neighbour_bonus(ranked, prev, self.settings.search_thread_neighbour_weight)
@@ -240,17 +241,13 @@ class RecallService:
 
     def lean_hits(self, req: RecallRequest, keywords: list[str], dates: tuple) -> retrieval.LeanHits | None:
         """How the main arms return their hits so that ranking needs no stored memory: the doc values
-        the request's ranking reads, and the engine asked about the engram profile's planned keywords
-        (idf mode; bm25 mode asks nothing). The automem profile reads contents: stored memories."""
+        the request's ranking reads (the engram profile's; the automem profile reads contents)."""
         if req.scoring_profile != "engram":
             return None
-        idf = self.settings.search_keyword_mode == "idf"
-        thread = self.settings.thread_context_enabled
-        return retrieval.LeanHits(
-            keywords=tuple(planned_keywords(topic_keywords(keywords))) if idf else (),
-            with_context=idf and thread and self.settings.search_thread_context_weight > 0,
-            fields=L.fields_for(dates=bool(dates), times=req.sort != "score", thread=thread),
-        )
+        return retrieval.LeanHits(L.fields_for(
+            dates=bool(dates), times=req.sort != "score", thread=self.settings.thread_context_enabled,
+            stems=self.settings.search_keyword_mode == "idf" and bool(keywords),
+        ))
 
     def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str]) -> None:
         """The stored memories of lean hits among `ids`, in one request."""

@@ -16,6 +16,7 @@ from scoring.components import cosine_from_lucene
 from scoring.context import ContextProfile
 from scoring.keywords import topic_keywords
 from scoring.rerank import Candidate
+from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS, read_stems
 from service.recall import lean as L
 from service.recall import queries as Q
 from service.filters import clauses as C
@@ -36,7 +37,6 @@ SEEN_PREFIX = "seen:"
 # Arms that only contribute when nothing else does (ordering of match types, first wins).
 MATCH_ORDER = ("vector", "keyword", "metadata", "temporal", "priority", "trending", "anchor", "fallback")
 _ARM_MATCH = {"priority": "priority_id", "fallback": "vector"}
-NO_MATCHES: frozenset[str] = frozenset()
 LEAN = L.LEAN
 _DEFAULT_MATCH_ARMS = frozenset({"anchor", "trending"})
 
@@ -50,8 +50,6 @@ class Hit:
     cosine: float | None = None
     bm25: float | None = None
     arms: set[str] = field(default_factory=set)
-    # The engine's named queries that matched (lean.keyword_clauses); None when no arm asked.
-    matched: frozenset[str] | None = None
 
     @property
     def lean(self) -> bool:
@@ -63,8 +61,6 @@ class Hit:
         self.arms.add(arm)
         if "_source" in hit and self.lean:
             self.source = hit["_source"]  # another arm returned the stored memory: ranking reads that
-        if "matched_queries" in hit:
-            self.matched = frozenset(hit["matched_queries"]) | (self.matched or frozenset())
         cosine = hit.get("fields", {}).get("cosine")
         if cosine and cosine[0] is not None:  # the arm's script field (filters.scripts.with_cosine)
             self.cosine = float(cosine[0])
@@ -87,9 +83,7 @@ class Hit:
                 return default if arm in _DEFAULT_MATCH_ARMS else _ARM_MATCH.get(arm, arm)
         return default
 
-    def candidate(self, default_match: str, lean_hits: LeanHits | None = None) -> Candidate:
-        """`lean_hits`: every arm asked the engine which keywords each of its hits holds (named queries;
-        a hit none of them matched carries no `matched_queries`)."""
+    def candidate(self, default_match: str) -> Candidate:
         s = self.source
         get = s.get
         arms = self.arms
@@ -115,18 +109,16 @@ class Hit:
             match_type=self.match_type(default_match),
             thread_context="" if lean else (get("thread_context") or ""),
             date_terms=tuple(get("date_terms") or ()),
-            keyword_matches=(self.matched or NO_MATCHES) if lean_hits is not None else None,
+            content_stems=read_stems(get(CONTENT_STEMS)) if lean else None,
+            context_stems=read_stems(get(CONTEXT_STEMS)) if lean else None,
         )
 
 
 @dataclass(frozen=True)
 class LeanHits:
-    """How a recall's main arms return their hits (service/recall/lean.py): the doc values ranking
-    reads, and the keyword component's named queries (the planned keywords; whether the thread
-    context counts), which every arm that returns hits carries."""
+    """How a recall's main arms return their hits (service/recall/lean.py): the doc values its
+    ranking reads."""
 
-    keywords: tuple[str, ...]
-    with_context: bool
     fields: tuple[str, ...] = L.FIELDS
 
 
@@ -154,8 +146,8 @@ def plan_arms(
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
     lean: LeanHits | None = None,
 ) -> list[tuple[str, dict]]:
-    """With `lean`, the vector and keyword arms return lean hits (service/recall/lean.py) and every
-    arm that returns hits says which keywords each holds."""
+    """With `lean`, the vector and keyword arms return lean hits (service/recall/lean.py); the other
+    arms, a few hits each, whole stored memories."""
     flt = C.filter_clauses(flt_spec)
     scoped = bool(req.tags or req.tag_groups)
     arms: list[tuple[str, dict]] = []
@@ -188,8 +180,7 @@ def plan_arms(
     source = C.SOURCE if req.detail else C.RECALL_SOURCE
     arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
     if lean is not None:
-        clauses = L.keyword_clauses(lean.keywords, lean.with_context)
-        arms = [(name, L.lean_body(body, clauses, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(with_clauses(body, clauses)))
+        arms = [(name, L.lean_body(body, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
                 for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))
@@ -198,13 +189,6 @@ def plan_arms(
 
 # The arms whose hits are lean: they return nearly every hit of a recall; the others return a few.
 LEAN_ARMS = frozenset({"vector", "keyword"})
-
-
-def with_clauses(body: dict, clauses: Sequence[dict]) -> dict:
-    """An arm that keeps its `_source` but also says which of `clauses` (zero-boost, named) match."""
-    if not clauses:
-        return body
-    return {**body, "query": {"bool": {"must": [body["query"]], "should": list(clauses)}}}
 
 
 @dataclass

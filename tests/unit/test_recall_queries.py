@@ -88,7 +88,7 @@ def test_trending_sorts_per_mode():
 
 
 FLT = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
-SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain"]}
+SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain", "content_stems", "context_stems"]}
 
 
 @pytest.mark.parametrize(
