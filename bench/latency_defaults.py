@@ -85,6 +85,16 @@ def questions(data: list[dict]) -> list[tuple[str, str, set[str]]]:
     return out
 
 
+def copies_of(data: list[dict], copies: int) -> list[dict]:
+    """The slice and copies-1 more of each conversation under another sample id (`conv-26-copy2`, ...): a
+    store of a held-out run's size (6 copies: 4,728 memories; the held-out run had 5,094) whose
+    recalls still search one conversation's tag. The questions stay those of the originals."""
+    out = list(data)
+    for k in range(2, copies + 1):
+        out += [{**sample, "sample_id": f"{sample['sample_id']}-copy{k}"} for sample in data]
+    return out
+
+
 def memory_count(url: str, prefix: str) -> int:
     with httpx.Client(base_url=url, timeout=60) as h:
         h.post(f"/{prefix}-memories/_refresh")
@@ -226,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=os.environ.get("OPENSEARCH_URL"), help="OpenSearch URL (default OPENSEARCH_URL, else the bench's local node)")
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="LoCoMo JSON (default the dev slice)")
     parser.add_argument("--prefix", default=PREFIX, help=f"INDEX_PREFIX of the service (default {PREFIX}); memories are stored once per prefix")
+    parser.add_argument("--copies", type=int, default=1, help="store the slice this many times (each copy under its own "
+                        "sample ids and tags; 6: 4,728 memories, a held-out run's size); the questions search the originals")
     parser.add_argument("--rounds", type=int, default=3, help="rounds without the profiler, each a fresh service (default 3)")
     parser.add_argument("--concurrency", type=int, default=1, help="clients (default 1: the questions one after the other)")
     parser.add_argument("--fresh-connections", action="store_true", help="a new connection per recall (default: one keep-alive connection)")
@@ -241,9 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     url = C.node_url(args.url)
     data = json.loads(args.data.read_text())
     qs = questions(data)
+    data = copies_of(data, args.copies)
     result: dict = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "url": url, "prefix": args.prefix, "data": str(args.data),
-        "questions": len(qs), "warmup": WARMUP, "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rounds": [],
+        "questions": len(qs), "copies": args.copies, "warmup": WARMUP, "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rounds": [],
     }
     extra = (["py-spy"] if args.py_spy else []) + (["cProfile"] if args.profile else [])
     for i in range(args.rounds + len(extra)):

@@ -5,7 +5,8 @@ CPU (time.thread_time) of the function the pipeline calls for it, wrapped for th
 
     python -m bench.recall_stages [--url http://127.0.0.1:9250] [--prefix bench-latdef] [--passes 2]
 
-Stages: the `_msearch` round trip (of it, the JSON decode of the response), the arms' hits merged
+Stages: the `_msearch` round trip (of it, the JSON decode of the response), reading the stored
+memories of lean hits (the page's, `hydrate`: a second round trip), the arms' hits merged
 (`parse_responses`), hits made `Candidate`s, scoring (`rank`), the thread-neighbour bonus,
 placement, current state, shaping, and the teardown: from the pipeline's last step
 (`shaping.response_body`) to its return, mostly Python freeing what the recall built. The rest of
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX)
     parser.add_argument("--passes", type=int, default=2, help="passes over the questions; the first warms the query cache and is not reported")
     args = parser.parse_args(argv)
+    from service.__main__ import settle_gc
     from service.api.automem.recall_models import RecallQuery
     from service.config import Settings
     from service.embedding.embedder import Embedder
@@ -70,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = Settings(opensearch_url=args.url, index_prefix=args.prefix)
     client = make_client(args.url, settings)
-    embedder = Embedder(settings.embedding_model)
+    embedder = Embedder.from_settings(settings)
     memories = MemoryStore(client, settings.memories_alias, refresh=settings.write_refresh, access_resolution_s=settings.recall_access_resolution_seconds)
     service = pipeline.RecallService(settings, memories, embedder, EdgeStore(client, settings.edges_alias, refresh=settings.write_refresh))
     clock = StageClock()
     clock.wrap(memories, "msearch", "msearch")
+    clock.wrap(service, "hydrate", "hydrate")
     clock.wrap(client.transport.serializer, "loads", "decode")
     clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
     clock.wrap(retrieval.Hit, "candidate", "candidates")
@@ -93,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pipeline.shaping.response_body = marked  # the module attribute the pipeline calls
     qs = questions(json.loads(DEFAULT_DATA.read_text()))
+    settle_gc()  # as the service runs (service/__main__.py): a recall's objects die before a collection
     for _ in range(args.passes):
         for sample_id, question, _ in qs:
             now = datetime.now(UTC)
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             ended = time.thread_time()
             clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
     runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs
-    stages = ["msearch", "decode", "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
+    stages = ["msearch", "decode", "hydrate", "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
     print(f"{len(runs)} recalls (query cache warm), thread CPU ms per recall:")
     print("| stage | p50 | mean |\n|---|---|---|")
     for stage in stages:

@@ -9,6 +9,8 @@ The larger ones live in modules of their own and are named here too: metadata te
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -118,11 +120,29 @@ def tag_score(
     """
     if not keywords:
         return 0.0
-    tag_terms = {str(tag).lower() for tag in tags}
+    tag_terms = _lowered_tags(tags)
     terms = as_term_set(metadata_terms)
-    hits = sum(1 for keyword in keywords if keyword in tag_terms or keyword in terms)
+    hits = 0
+    for keyword in keywords:
+        if keyword in tag_terms or keyword in terms:
+            hits += 1
     denominator = min(len(keywords), token_cap) if token_cap > 0 else len(keywords)
     return min(1.0, hits / denominator)
+
+
+def _lowered_tags(tags: Iterable[str]) -> frozenset[str] | set[str]:
+    if type(tags) is tuple:
+        try:
+            return _lowered(tags)
+        except TypeError:  # an unhashable stored value: read it uncached
+            pass
+    return {str(tag).lower() for tag in tags}
+
+
+# Cached: a memory's tags come back recall after recall, and many memories share one tag set.
+@lru_cache(maxsize=16384)
+def _lowered(tags: tuple) -> frozenset[str]:
+    return frozenset(str(tag).lower() for tag in tags)
 
 
 def exact_from_terms(query: str | None, terms: Iterable[str]) -> float:

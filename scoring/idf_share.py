@@ -2,7 +2,8 @@
 memory's content holds, matched on stems as OpenSearch's `english` analyzer indexes them.
 
 The query side (each keyword's stems and weight) is a `KeywordPlan`, built once per query; each
-candidate then costs its content's stem set (cached per content) and a few set lookups.
+candidate then costs its content's stem set (cached per content, or stored with the memory) and a
+few set lookups.
 """
 
 from __future__ import annotations
@@ -54,11 +55,16 @@ def keyword_plan(keywords: Sequence[str], idf: Mapping[str, float]) -> KeywordPl
 
 def planned_share_in_thread(plan: KeywordPlan, content: str | None, thread_context: str | None, weight: float) -> float:
     """`idf_keyword_share_in_thread` for a plan built beforehand."""
-    words = stemmed_words(content)
+    return planned_share_of_stems(plan, stemmed_words(content), stemmed_words(thread_context) if thread_context else None, weight)
+
+
+def planned_share_of_stems(plan: KeywordPlan, words: frozenset[str], context: frozenset[str] | None, weight: float) -> float:
+    """The same from the stem sets of the content and the thread context (a recall's lean hits carry
+    them, stored at write time: service/memory/stems.py)."""
     own = plan.share(words)
-    if not thread_context or weight <= 0:
+    if not context or weight <= 0:
         return own
-    both = plan.share(words | stemmed_words(thread_context))
+    both = plan.share(words | context)
     return own + min(1.0, weight) * max(0.0, both - own)
 
 

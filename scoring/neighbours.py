@@ -16,8 +16,6 @@ Measured on the LoCoMo dev slice (docs/quality.md): weight 0 / 0.1 / 0.2 / 0.3 g
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-
 from scoring.rerank import ScoredCandidate, sort_scored
 
 
@@ -45,6 +43,6 @@ def neighbour_bonus(
         best = max(near, default=0.0)
         if best > 0:
             bonus = weight * best
-            s = replace(s, final_score=s.final_score + bonus, components={**s.components, "neighbour": bonus})
+            s = ScoredCandidate(s.candidate, s.final_score + bonus, {**s.components, "neighbour": bonus})
         out.append(s)
     return sort_scored(out)

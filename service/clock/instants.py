@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from datetime import date, datetime, timedelta, timezone
 from typing import Annotated, Any
 
@@ -94,20 +96,31 @@ def stored_datetime(value: object) -> datetime | None:
     """A time read back from a stored document: None when missing or unparseable."""
     if not value:
         return None
-    # Stored times were normalised when written, so fromisoformat alone reads them (this runs twice per
-    # recall candidate); anything else takes the full parser's path.
     if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
-            if parsed.tzinfo is None:
-                return parsed.replace(tzinfo=UTC)
-            if parsed.utcoffset() == _ZERO:
-                return parsed if parsed.tzinfo is UTC else parsed.replace(tzinfo=UTC)
+        return _stored_text(value)
     try:
         return parse_iso_datetime(str(value))
+    except ValueError:
+        return None
+
+
+# Cached: a recall reads two times for each of ~150 candidates, and the same memories (and the same
+# session times) come back recall after recall. datetimes are immutable, so sharing them is safe.
+@lru_cache(maxsize=65536)
+def _stored_text(value: str) -> datetime | None:
+    # Stored times were normalised when written, so fromisoformat alone reads them; anything else takes
+    # the full parser's path.
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        pass
+    else:
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        if parsed.utcoffset() == _ZERO:
+            return parsed if parsed.tzinfo is UTC else parsed.replace(tzinfo=UTC)
+    try:
+        return parse_iso_datetime(value)
     except ValueError:
         return None
 

@@ -159,6 +159,7 @@ def apply_current_state(
     max_hops: int = MAX_HOPS,
     page: int | None = None,
     as_of: bool = False,
+    stored: Callable[[list[str]], Mapping[str, dict]] | None = None,
 ) -> StateOutcome:
     """Suppress what is not current at `at` (`as_of`: a past instant, see validity_reason); put the
     head of a superseded memory's chain in its place.
@@ -172,6 +173,11 @@ def apply_current_state(
     `_apply_current_state_filter` does — but reports its own score components (`rescore`), with
     `match_type: "state_replacement"`, `state_replaces` and a relation whose `from` is the suppressed memory. A head already in the list is not repeated. A superseded
     memory reports the reason "superseded" even when it also expired (a supersede sets t_invalid).
+
+    A source may hold only the supersession summary (superseded_at: the earliest supersession;
+    superseded_by / supersede_type: the newest), enough to tell whether the memory is superseded at
+    `at`; `stored(ids)` then gives the stored memories of the chain starts about to be resolved, whose
+    own supersessions say which one is in force.
     """
     reasons: dict[str, str] = {}
     starts: dict[str, dict] = {}
@@ -187,6 +193,11 @@ def apply_current_state(
                 reasons[s.candidate.id] = reason
     if page is not None and starts:
         starts = _reaching(ranked, reasons, starts, page)
+    if starts and stored is not None:
+        for mid, source in stored(list(starts)).items():
+            entry = supersession(source, at)
+            if entry is not None and mid in starts:
+                starts[mid] = entry
     resolution = resolve_chains(starts, lookup, at, max_hops) if starts else Resolution({}, {})
     position = {s.candidate.id: i for i, s in enumerate(ranked)}
     placed: set[str] = set()  # ids already in the output

@@ -95,6 +95,9 @@ FIELDS: dict[str, Field] = {
     "supersessions": Field(Kind.STRUCTURED, True, list),
     "metadata": Field(Kind.STRUCTURED, True, dict),
     "metadata_terms": HIDDEN,
+    "metadata_terms_plain": HIDDEN,  # metadata_terms without entities (recall's tag component, from doc values)
+    "content_stems": HIDDEN,  # the stems of content and thread context (recall's keyword component, from doc values:
+    "context_stems": HIDDEN,  # service/memory/stems.py)
     "metadata_text": HIDDEN,  # copy_to target: never in _source
     "entities": DERIVED,
     "enrichment": Field(Kind.STRUCTURED, True, dict),

@@ -26,7 +26,7 @@ from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.graph import current_state as state
 from service.filters import clauses as C, tag_groups
-from service.recall import placement, queries as Q, retrieval, shaping
+from service.recall import lean as L, placement, queries as Q, retrieval, shaping
 from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
 from service.clock.terms import query_date_terms
@@ -139,7 +139,9 @@ class RecallService:
         profile = context_profile(req)
         queries = query_list(req)
         per_query = (req.per_query_limit or req.limit) if len(queries) > 1 else req.limit
-        outcomes = [self.run_query(req, q, per_query, now, timings, profile) for q in (queries or [None])]
+        # One query's hits can be lean (service/recall/lean.py); merging several compares contents.
+        lean = len(queries) <= 1 and self.reranker is None
+        outcomes = [self.run_query(req, q, per_query, now, timings, profile, lean=lean) for q in (queries or [None])]
         merged, dedup_removed, deduped_from = self.merged(outcomes)
         pool = Pool.of(outcomes)
         margin = len(req.suppress_ids.intersection(pool.hits))  # suppressed candidates: the page reaches that much further
@@ -149,8 +151,9 @@ class RecallService:
         ordered, suppressed = placement.suppress(self.order(req, merged, pool, recency), req.suppress_ids, req.limit)
         timings.lap("rank")
         if req.prefer_observations:
+            self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE])
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = ordered[offset : req.limit]
+        page = self.hydrated_page(ordered[offset : req.limit], pool)
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -188,22 +191,34 @@ class RecallService:
         return replace(req, tag_groups=tuple(tag_groups.resolve_fuzzy(g, bank_tags) for g in req.tag_groups))
 
     # --- one query ------------------------------------------------------------------------------
-    def run_query(self, req: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings, profile: ContextProfile | None) -> QueryOutcome:
+    def run_query(
+        self, req: RecallRequest, query: str | None, limit: int, now: datetime, timings: Timings, profile: ContextProfile | None,
+        lean: bool = False,
+    ) -> QueryOutcome:
         text = query if query and query != "*" else None
         lexical = Q.lexical_text(text) if text else None
         keywords = extract_keywords(lexical) if lexical else []
         vector, vector_search = self.query_vector(req, text)
         timings.lap("embed")
         flt_spec = Q.recall_filter(req, req.as_of or now, self.settings.excluded_types)
+        # "last week" in a query names the week before the instant it is asked at: Hindsight's
+        # query_timestamp, else the as_of point in time, else now.
+        dates = query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else ()
+        lean_hits = self.lean_hits(req, keywords, dates) if lean else None
         arms = retrieval.plan_arms(
             req, flt_spec, text=text, lexical=lexical, keywords=keywords, vector=vector, limit=limit, profile=profile,
             options=self.arm_options if req.scoring_profile == "engram" else replace(self.arm_options, idf=False, thread_context_boost=0.0),
+            lean=lean_hits,
         )
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
+        # A memory written before the fields ranking reads existed: its stored memory is read instead.
+        if lean_hits is not None:
+            stems = L.CONTENT_STEMS in lean_hits.fields
+            self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.predates(h.source, stems)])
         timings.lap("search")
         if retrieved.pool_size is not None:
             vector_search["matched"] = retrieved.pool_size > 0
-        scoring = self.scoring_request(req, text, keywords, retrieved, now, profile)
+        scoring = self.scoring_request(req, text, keywords, retrieved, now, profile, dates)
         default_match = "vector" if text or vector is not None else ("tag" if req.tags else "trending")
         ranked = rank([h.candidate(default_match) for h in retrieved.hits.values()], scoring)
         if req.scoring_profile == "engram" and self.settings.thread_context_enabled:
@@ -224,6 +239,32 @@ class RecallService:
         timings.lap("score")
         return QueryOutcome(placed.ranked, keywords, vector_search, retrieved, placed.score_filter, placed.injected, scoring, vector)
 
+    def lean_hits(self, req: RecallRequest, keywords: list[str], dates: tuple) -> retrieval.LeanHits | None:
+        """How the main arms return their hits so that ranking needs no stored memory: the doc values
+        the request's ranking reads (the engram profile's; the automem profile reads contents)."""
+        if req.scoring_profile != "engram":
+            return None
+        return retrieval.LeanHits(L.fields_for(
+            dates=bool(dates), times=req.sort != "score", thread=self.settings.thread_context_enabled,
+            stems=self.settings.search_keyword_mode == "idf" and bool(keywords),
+        ))
+
+    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str]) -> None:
+        """The stored memories of lean hits among `ids`, in one request."""
+        todo = [mid for mid in dict.fromkeys(ids) if mid in hits.hits and hits.hits[mid].lean]
+        if not todo:
+            return
+        # Whole stored memories (lean.stored_body: filtering _source costs the engine more than it saves).
+        body = L.stored_body({"size": len(todo), "query": {"ids": {"values": todo}}, "track_total_hits": False})
+        for h in self.store.search(body)["hits"]["hits"]:
+            if h["_id"] in hits.hits:
+                hits.hits[h["_id"]].source = h.get("_source") or {}
+
+    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool) -> list[ScoredCandidate]:
+        """The page with its stored memories; a memory deleted since the arms saw it is left out."""
+        self.hydrate(pool, [s.candidate.id for s in page])
+        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)]
+
     def query_vector(self, req: RecallRequest, text: str | None) -> tuple[list[float] | None, dict]:
         """The given embedding, or the query's; a failed embedding degrades to keyword + metadata search."""
         if req.embedding is not None or not text:
@@ -236,6 +277,7 @@ class RecallService:
 
     def scoring_request(
         self, req: RecallRequest, text: str | None, keywords: list[str], retrieved: retrieval.Retrieved, now: datetime, profile: ContextProfile | None,
+        dates: tuple = (),
     ) -> ScoringRequest:
         idf = retrieved.idf(keywords) if retrieved.counts else {}
         return ScoringRequest(
@@ -244,9 +286,7 @@ class RecallService:
             max_bm25=max((h.bm25 or 0.0 for h in retrieved.hits.values()), default=0.0),
             weights=self.weights, recency=self.recency, context=profile, relevance_gate=self.settings.recall_relevance_gate,
             thread_context_weight=self.settings.search_thread_context_weight if self.settings.thread_context_enabled else 0.0,
-            # "last week" in a query names the week before the instant it is asked at: Hindsight's
-            # query_timestamp, else the as_of point in time, else now.
-            query_dates=query_date_terms(text, req.query_time or req.as_of or now, self.settings.date_zone) if text and req.scoring_profile == "engram" else (),
+            query_dates=dates,
             date_weight=self.settings.search_weight_date,
         )
 
@@ -282,7 +322,11 @@ class RecallService:
         # The page is the first `limit` of this order unless a re-sort follows (recency, time sorts);
         # state_debug resolves every chain so it can report each one.
         page = req.limit + margin if req.sort == "score" and not recency and not req.state_debug else None
-        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None)
+        def stored(ids: list[str]) -> dict[str, dict]:  # lean hits hold only the supersession summary
+            self.hydrate(pool, ids)
+            return {mid: pool.hits[mid].source for mid in ids if mid in pool.hits}
+
+        outcome = state.apply_current_state(ranked, pool.sources, at, lookup, rescore, page=page, as_of=req.as_of is not None, stored=stored)
         pool.extras.update(outcome.extras)
         return outcome.ranked, outcome.to_response(debug=req.state_debug)
 

@@ -113,12 +113,14 @@ def metadata_arm(query: str, keywords: Sequence[str], size: int, flt: dict) -> d
     }
 
 
-def doc_count_arm(flt: dict, keyword: str | None) -> dict:
-    """size-0 count of documents in scope (optionally containing `keyword`): IDF for the engram keyword component."""
-    bool_q: dict = {"filter": [flt]}
-    if keyword is not None:
-        bool_q["must"] = [{"match": {"content": {"query": keyword}}}]
-    return {"size": 0, "track_total_hits": True, "query": {"bool": bool_q}}
+def doc_counts_arm(flt: dict, keywords: Sequence[str]) -> dict:
+    """size-0 counts for the engram keyword component's IDF, in one search: the documents in scope
+    (the total) and, per keyword, those whose content matches it (a `filters` aggregation; one search
+    per count cost the engine a whole search each)."""
+    body: dict = {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [flt]}}}
+    if keywords:
+        body["aggs"] = {"df": {"filters": {"filters": {kw: {"match": {"content": {"query": kw}}} for kw in keywords}}}}
+    return body
 
 
 def trending_arm(size: int, flt: dict, sort: str) -> dict:

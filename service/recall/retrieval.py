@@ -16,6 +16,8 @@ from scoring.components import cosine_from_lucene
 from scoring.context import ContextProfile
 from scoring.keywords import topic_keywords
 from scoring.rerank import Candidate
+from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS, read_stems
+from service.recall import lean as L
 from service.recall import queries as Q
 from service.filters import clauses as C
 from service.filters import scripts as S
@@ -34,9 +36,12 @@ DF_PREFIX = "df:"
 SEEN_PREFIX = "seen:"
 # Arms that only contribute when nothing else does (ordering of match types, first wins).
 MATCH_ORDER = ("vector", "keyword", "metadata", "temporal", "priority", "trending", "anchor", "fallback")
+_ARM_MATCH = {"priority": "priority_id", "fallback": "vector"}
+LEAN = L.LEAN
+_DEFAULT_MATCH_ARMS = frozenset({"anchor", "trending"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     """One memory as the arms saw it, before it becomes a scoring Candidate."""
 
@@ -46,9 +51,16 @@ class Hit:
     bm25: float | None = None
     arms: set[str] = field(default_factory=set)
 
+    @property
+    def lean(self) -> bool:
+        """Its source holds doc values only (service/recall/lean.py), not the stored memory."""
+        return LEAN in self.source
+
     def absorb(self, hit: dict, arm: str) -> None:
         score = hit.get("_score")
         self.arms.add(arm)
+        if "_source" in hit and self.lean:
+            self.source = hit["_source"]  # another arm returned the stored memory: ranking reads that
         cosine = hit.get("fields", {}).get("cosine")
         if cosine and cosine[0] is not None:  # the arm's script field (filters.scripts.with_cosine)
             self.cosine = float(cosine[0])
@@ -68,31 +80,46 @@ class Hit:
     def match_type(self, default: str) -> str:
         for arm in MATCH_ORDER:
             if arm in self.arms:
-                return {"priority": "priority_id", "anchor": default, "fallback": "vector", "trending": default}.get(arm, arm)
+                return default if arm in _DEFAULT_MATCH_ARMS else _ARM_MATCH.get(arm, arm)
         return default
 
     def candidate(self, default_match: str) -> Candidate:
         s = self.source
+        get = s.get
+        arms = self.arms
+        lean = LEAN in s
         return Candidate(
             id=self.id,
-            content=s.get("content", ""),
-            tags=tuple(s.get("tags") or ()),
-            type=s.get("type"),
-            importance=s.get("importance"),
-            confidence=s.get("confidence"),
-            relevance_score=s.get("relevance_score"),
-            timestamp=stored_datetime(s.get("timestamp")),
-            updated_at=stored_datetime(s.get("updated_at")),
-            metadata=s.get("metadata") or {},
+            content="" if lean else get("content", ""),
+            tags=tuple(get("tags") or ()),
+            type=get("type"),
+            importance=get("importance"),
+            confidence=get("confidence"),
+            relevance_score=get("relevance_score"),
+            timestamp=stored_datetime(get("timestamp")),
+            updated_at=stored_datetime(get("updated_at")),
+            metadata={} if lean else (get("metadata") or {}),
+            metadata_terms=tuple(get("metadata_terms") or ()) if lean else (),
+            metadata_plain_terms=L.plain_terms(s) if lean else None,
             vector_cosine=self.cosine,
             bm25=self.bm25,
-            in_vector_arm="vector" in self.arms or "fallback" in self.arms,
-            in_keyword_arm="keyword" in self.arms,
-            in_metadata_arm="metadata" in self.arms,
+            in_vector_arm="vector" in arms or "fallback" in arms,
+            in_keyword_arm="keyword" in arms,
+            in_metadata_arm="metadata" in arms,
             match_type=self.match_type(default_match),
-            thread_context=s.get("thread_context") or "",
-            date_terms=tuple(s.get("date_terms") or ()),
+            thread_context="" if lean else (get("thread_context") or ""),
+            date_terms=tuple(get("date_terms") or ()),
+            content_stems=read_stems(get(CONTENT_STEMS)) if lean else None,
+            context_stems=read_stems(get(CONTEXT_STEMS)) if lean else None,
         )
+
+
+@dataclass(frozen=True)
+class LeanHits:
+    """How a recall's main arms return their hits (service/recall/lean.py): the doc values its
+    ranking reads."""
+
+    fields: tuple[str, ...] = L.FIELDS
 
 
 def fetch_k(limit: int, scoped: bool, overfetch: int, cap: int) -> int:
@@ -117,7 +144,10 @@ class ArmOptions:
 def plan_arms(
     req: RecallRequest, flt_spec: C.RecallFilter, *, text: str | None, lexical: str | None, keywords: Sequence[str],
     vector: Sequence[float] | None, limit: int, profile: ContextProfile | None, options: ArmOptions,
+    lean: LeanHits | None = None,
 ) -> list[tuple[str, dict]]:
+    """With `lean`, the vector and keyword arms return lean hits (service/recall/lean.py); the other
+    arms, a few hits each, whole stored memories."""
     flt = C.filter_clauses(flt_spec)
     scoped = bool(req.tags or req.tag_groups)
     arms: list[tuple[str, dict]] = []
@@ -149,10 +179,16 @@ def plan_arms(
     # Hits carry what the recall stages and the surfaces' views read; `detail` shows the whole memory.
     source = C.SOURCE if req.detail else C.RECALL_SOURCE
     arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
+    if lean is not None:
+        arms = [(name, L.lean_body(body, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
+                for name, body in arms]
     if options.idf and text and keywords:
-        arms.append((COUNT_ARM, Q.doc_count_arm(flt, None)))
-        arms += [(f"{DF_PREFIX}{kw}", Q.doc_count_arm(flt, kw)) for kw in topic_keywords(keywords)]
+        arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))
     return arms
+
+
+# The arms whose hits are lean: they return nearly every hit of a recall; the others return a few.
+LEAN_ARMS = frozenset({"vector", "keyword"})
 
 
 @dataclass
@@ -178,15 +214,24 @@ class Retrieved:
 def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict]) -> Retrieved:
     out = Retrieved()
     for (arm, _), resp in zip(arms, responses):
-        if arm == COUNT_ARM or arm.startswith(DF_PREFIX):
+        if arm == COUNT_ARM:
             out.counts[arm] = int(resp["hits"]["total"]["value"])
+            for kw, bucket in resp.get("aggregations", {}).get("df", {}).get("buckets", {}).items():
+                out.counts[f"{DF_PREFIX}{kw}"] = int(bucket["doc_count"])
             continue
         if arm == "vector":
             out.pool_size = len(resp["hits"]["hits"])
         name = arm.removeprefix(SEEN_PREFIX)  # a suppressed memory is scored as its arm scores the others
         for h in resp["hits"]["hits"]:
-            hit = out.hits.get(h["_id"])
+            mid = h.get("_id")
+            lean = mid is None  # doc values only, the memory's id among them
+            if lean:
+                ids = h.get("fields", {}).get("id")
+                if not ids:
+                    continue  # every memory is written with its id; nothing to rank without it
+                mid = ids[0]
+            hit = out.hits.get(mid)
             if hit is None:
-                hit = out.hits[h["_id"]] = Hit(h["_id"], h.get("_source") or {})
+                hit = out.hits[mid] = Hit(mid, L.lean_source(h["fields"]) if lean else (h.get("_source") or {}))
             hit.absorb(h, name)
     return out

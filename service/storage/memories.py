@@ -16,6 +16,7 @@ from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SU
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
 from service.clock.instants import iso, stored_datetime
+from service.memory.stems import with_stems
 
 log = logging.getLogger("engram.memories")
 
@@ -91,7 +92,7 @@ class MemoryStore:
 
     def put(self, memory_id: str, doc: dict) -> None:
         with engine_errors("store memory", write=True):
-            self.client.index(index=self.alias, id=memory_id, body=doc, refresh=self.refresh)
+            self.client.index(index=self.alias, id=memory_id, body=with_stems(doc), refresh=self.refresh)
 
     def read_modify_write(self, bank: str, memory_id: str, compute: Callable[[dict], dict], *, attempts: int = RMW_ATTEMPTS) -> tuple[dict, dict]:
         """Optimistic concurrency for changes that depend on the stored document: read the source, the
@@ -111,7 +112,7 @@ class MemoryStore:
             changes = compute(source)
             # The whole document, not a partial `doc` update: the engine deep-merges partial objects,
             # and a PATCHed `metadata` must replace the stored one.
-            doc = {**source, **changes}
+            doc = with_stems({**source, **changes})
             if "embedding" not in changes and vector is not None:
                 doc["embedding"] = vector
             action = {"_op_type": "index", "_index": self.alias, "_id": memory_id, "_source": doc, "if_seq_no": seq_no, "if_primary_term": term}
@@ -217,7 +218,7 @@ class MemoryStore:
         """Index many documents in one bulk request; one outcome per input, in order. `create` never
         overwrites: a memory that exists already answers a 409 (idempotent retries)."""
         op = "create" if create else "index"
-        actions = [{"_op_type": op, "_index": self.alias, "_id": mid, "_source": doc} for mid, doc in docs]
+        actions = [{"_op_type": op, "_index": self.alias, "_id": mid, "_source": with_stems(doc)} for mid, doc in docs]
         return run_bulk(self.client, actions, what="bulk store memories", refresh=refresh or self.refresh)
 
     def stale_accesses(self, seen: Mapping[str, str | None], now: datetime) -> dict[str, str | None]:
@@ -287,6 +288,7 @@ class MemoryStore:
         """Any bulk actions on the bank's memories; one outcome per action, in order. Update actions carry
         their memory's vector (carry_vectors: an update of another bank's memory finds none and fails as
         document_missing would); one that lost a race with another write (409) is retried."""
+        actions = [_stemmed(a) for a in actions]
         outcomes: list[ItemError | None] = [None] * len(actions)
         pending = list(range(len(actions)))
         for attempt in range(CONFLICT_ATTEMPTS):
@@ -375,3 +377,13 @@ def item_failure(error: ItemError, what: str, memory_id: str) -> Exception:
     if error.status == 400:
         return EngineRejected(f"{what}: internal error (the engine rejected the document; see the service log)")
     return EngineUnavailable(f"{what} failed ({error.reason}); {MAYBE_APPLIED}")
+
+
+def _stemmed(action: dict) -> dict:
+    """A bulk action whose document (whole, or an update's partial `doc`) carries the stems of the
+    texts it sets (service/memory/stems.py)."""
+    if "_source" in action and isinstance(action["_source"], Mapping):
+        return {**action, "_source": with_stems(action["_source"])}
+    if isinstance(action.get("doc"), Mapping):
+        return {**action, "doc": with_stems(action["doc"])}
+    return action

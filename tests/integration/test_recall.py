@@ -253,6 +253,20 @@ def test_priority_ids_fetched_placed_first_and_filtered(api):
     assert body["results"][0]["score_components"]["context"] >= 0.9
 
 
+def test_a_memory_only_a_small_arm_returns_comes_whole(api):
+    """The vector and keyword arms return doc values only; a memory that only another arm found (here
+    the priority ids') keeps the stored memory that arm returned (it carries script fields, which
+    would leave `_source` out unless asked for)."""
+    target = put(api, "an unrelated note about bicycles", tags=["keep"], metadata={"project": "wheels"})
+    for i in range(8):
+        put(api, f"kubernetes deployment guide part {i}")
+    body = recall(api, query="kubernetes deployment", priority_ids=target, limit=1)
+    top = body["results"][0]
+    assert top["id"] == target and top["match_type"] == "priority_id"
+    assert top["memory"]["content"] == "an unrelated note about bicycles"
+    assert top["memory"]["metadata"] == {"project": "wheels"} and top["memory"]["tags"] == ["keep"]
+
+
 def test_trending_and_excluded_types_and_archived(api):
     high = put(api, "very important", importance=0.95)
     put(api, "internal cluster summary", importance=1.0, type="MetaPattern")
@@ -295,14 +309,14 @@ def test_one_msearch_and_last_accessed_written(api, os_client):
     body, calls = count_requests(api, query="wifi password", tags="", limit=3)
     assert ids(body)[0] == memory_id
     alias = api.app.state.settings.memories_alias
-    # Candidates in one round trip, then access tracking: the seeds' vectors (an update re-indexes
-    # from _source, which holds none), then last_accessed.
-    assert calls == ["POST /_msearch", f"POST /{alias}/_search", "POST /_bulk"]
+    # Candidates in one round trip (lean hits), the page's stored memories in another, then access
+    # tracking: the seeds' vectors (an update re-indexes from _source, which holds none), then last_accessed.
+    assert calls == ["POST /_msearch", f"POST /{alias}/_search", f"POST /{alias}/_search", "POST /_bulk"]
     os_client.indices.refresh(index=api.app.state.settings.memories_alias)
     assert api.get(f"/memory/{memory_id}").json()["memory"]["last_accessed"] is not None
     # Within RECALL_ACCESS_RESOLUTION_SECONDS (an hour) the memory is not rewritten again.
     _, again = count_requests(api, query="wifi password", tags="", limit=3)
-    assert again == ["POST /_msearch"]
+    assert again == ["POST /_msearch", f"POST /{alias}/_search"]
 
 
 def test_access_resolution_zero_rewrites_on_every_recall(make_client, os_client):
@@ -311,7 +325,7 @@ def test_access_resolution_zero_rewrites_on_every_recall(make_client, os_client)
     alias = api.app.state.settings.memories_alias
     for _ in range(2):
         _, calls = count_requests(api, query="wifi password", tags="", limit=3)
-        assert calls == ["POST /_msearch", f"POST /{alias}/_search", "POST /_bulk"]
+        assert calls == ["POST /_msearch", f"POST /{alias}/_search", f"POST /{alias}/_search", "POST /_bulk"]
         os_client.indices.refresh(index=api.app.state.settings.memories_alias)
 
 

@@ -172,3 +172,47 @@ def test_thread_keys_from_tags_and_other_metadata_keys(api):
     put(api, "by conversation", id="c1", timestamp=at(1), metadata={"conversation_id": "abc"})
     assert context(api, "g2") == ("g1", "tagged one")
     assert context(api, "c1") == (None, None)  # conversation:abc is another thread than session:abc
+
+
+def doc_values(api, mid: str) -> dict:
+    """What recall's lean hits read of a memory (service/recall/lean.py)."""
+    api.app.state.memories.refresh_now()
+    body = {"query": {"ids": {"values": [mid]}}, "stored_fields": "_none_", "docvalue_fields": ["content_stems", "context_stems"]}
+    hits = api.app.state.client.search(index=api.app.state.memories.alias, body=body)["hits"]["hits"]
+    return hits[0].get("fields", {})
+
+
+def test_the_stems_recall_reads_follow_content_and_context(api):
+    """Every write path keeps the stored stems equal to the stems of the texts (service/memory/stems.py):
+    a new memory, a PATCH of its content, and the thread linker's update of a neighbour's context."""
+    from scoring.keywords import stemmed_words
+
+    turn(api, "s1", "Went to the lake", 0)
+    turn(api, "s3", "Sounds lovely", 2)
+    assert doc_values(api, "s1") == {"content_stems": sorted(stemmed_words("Went to the lake")), "context_stems": [""]}
+    assert doc_values(api, "s3")["context_stems"] == sorted(stemmed_words("Went to the lake"))
+    turn(api, "s2", "Caught three fish", 1)  # between them: s3's context is rewritten by the linker
+    assert doc_values(api, "s3")["context_stems"] == sorted(stemmed_words("Caught three fish"))
+    assert api.patch("/memory/s2", json={"content": "Caught nothing at all"}).status_code == 200
+    assert doc_values(api, "s2")["content_stems"] == sorted(stemmed_words("Caught nothing at all"))
+    assert doc_values(api, "s3")["context_stems"] == sorted(stemmed_words("Caught nothing at all"))
+    body = recall(api, query="caught nothing", limit=3)
+    by = {r["id"]: r for r in body["results"]}
+    assert by["s2"]["score_components"]["keyword"] == 1.0 and by["s3"]["score_components"]["keyword"] == 0.5
+
+
+def test_a_memory_stored_before_the_stems_existed_is_scored_from_its_content(api, os_client):
+    """A document without content_stems (written by an earlier version) is read whole before scoring."""
+    from tests.integration.support import mem
+
+    fresh = mem(api, "the heating engineer visits on tuesday", tags=["old"])
+    api.app.state.memories.refresh_now()
+    alias = api.app.state.memories.alias
+    doc = os_client.get(index=alias, id=fresh)["_source"]
+    vector = api.app.state.memories.vectors(doc["bank"], [fresh])[fresh][0]
+    legacy = {k: v for k, v in doc.items() if k not in ("content_stems", "context_stems", "metadata_terms_plain")}
+    os_client.index(index=alias, id="legacy-1", body={**legacy, "id": "legacy-1", "embedding": vector}, refresh=True)
+    body = recall(api, query="heating engineer", tags="old", limit=5)
+    by = {r["id"]: r for r in body["results"]}
+    assert by["legacy-1"]["score_components"]["keyword"] == by[fresh]["score_components"]["keyword"] == 1.0
+    assert by["legacy-1"]["memory"]["content"] == "the heating engineer visits on tuesday"

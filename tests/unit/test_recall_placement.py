@@ -53,13 +53,12 @@ def test_sort_by_time_puts_undated_last():
 
 
 def test_parse_responses_merges_arms_and_reads_counts():
-    arms = [("vector", {}), ("keyword", {}), ("fallback", {}), (retrieval.COUNT_ARM, {}), ("df:deploy", {})]
+    arms = [("vector", {}), ("keyword", {}), ("fallback", {}), (retrieval.COUNT_ARM, {})]
     responses = [
         {"hits": {"hits": [{"_id": "a", "_score": 0.9, "_source": {"content": "A"}}]}},
         {"hits": {"hits": [{"_id": "a", "_score": 7.0, "_source": {}}, {"_id": "b", "_score": 3.0, "_source": {}, "fields": {"cosine": [0.25]}}]}},
         {"hits": {"hits": [{"_id": "c", "_score": 0.75, "_source": {}}]}},
-        {"hits": {"total": {"value": 100}, "hits": []}},
-        {"hits": {"total": {"value": 4}, "hits": []}},
+        {"hits": {"total": {"value": 100}, "hits": []}, "aggregations": {"df": {"buckets": {"deploy": {"doc_count": 4}}}}},
     ]
     got = retrieval.parse_responses(arms, responses)
     a, b = got.hits["a"], got.hits["b"]

@@ -88,7 +88,7 @@ def test_trending_sorts_per_mode():
 
 
 FLT = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
-SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
+SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain", "content_stems", "context_stems"]}
 
 
 @pytest.mark.parametrize(
@@ -101,10 +101,12 @@ SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms"]}
                 {"match": {"metadata_text": {"query": "Acme Deploy"}}},
             ], "minimum_should_match": 1}}], "filter": [FLT]}}},
         ),
-        (Q.doc_count_arm(FLT, None), {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT]}}}),
+        (Q.doc_counts_arm(FLT, []), {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT]}}}),
         (
-            Q.doc_count_arm(FLT, "deploy"),
-            {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT], "must": [{"match": {"content": {"query": "deploy"}}}]}}},
+            Q.doc_counts_arm(FLT, ["deploy", "acme"]),
+            {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [FLT]}}, "aggs": {"df": {"filters": {"filters": {
+                "deploy": {"match": {"content": {"query": "deploy"}}}, "acme": {"match": {"content": {"query": "acme"}}},
+            }}}}},
         ),
         (
             Q.ids_arm(["m1", "m2"], FLT),

@@ -200,7 +200,7 @@ FLT = {"bool": {"filter": [{"term": {"bank": "b"}}]}}
 
 def test_legacy_search_bodies():
     assert SQ.keyword_search(FLT, "vim editor", 20) == {
-        "size": 20, "_source": {"excludes": ["embedding", "tags_norm", "metadata_terms"]},
+        "size": 20, "_source": {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain", "content_stems", "context_stems"]},
         "query": {"bool": {"must": [{"bool": {"should": [
             {"match": {"content": {"query": "vim editor"}}},
             {"match": {"tags_text": {"query": "vim editor", "boost": 0.5}}},
@@ -217,7 +217,7 @@ def test_legacy_search_bodies():
 
 def test_similar_is_one_knn_query_without_the_anchor():
     assert SQ.similar(FLT, [0.1, 0.2], "m1", 10) == {
-        "size": 10, "_source": {"excludes": ["embedding", "tags_norm", "metadata_terms"]},
+        "size": 10, "_source": {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_terms_plain", "content_stems", "context_stems"]},
         "query": {"knn": {"embedding": {"vector": [0.1, 0.2], "k": 10, "filter": {
             "bool": {"filter": [FLT], "must_not": [{"ids": {"values": ["m1"]}}]}}}}},
     }

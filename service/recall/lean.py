@@ -1,0 +1,102 @@
+"""Lean hits: what a recall's main arms return of each memory is read from doc values, not `_source`.
+
+A hit's `_source` (even its `_id`) is a stored-fields read: the engine decompresses the document's
+block, which also holds the `_recovery_source` copy with its 384-float vector, and then parses and
+filters the JSON. For the ~170 hits a recall's vector and keyword arms return, that was half the
+engine's time (LoCoMo dev corpus: 20.5 -> 9.2 ms p50 per `_msearch`) and the largest response the
+service decodes (220 -> 85 kB). So these arms ask for `stored_fields: _none_` and the few fields
+ranking reads as `docvalue_fields`: among them the stems of the content and thread context the
+write path stores (service/memory/stems.py), which the keyword component reads instead of the
+content. The memories that reach the page, and any written before those fields existed, get their
+stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession summary
+(superseded_at, superseded_by, supersede_type) tells whether it is current; the stored memory is
+read only when its chain is resolved.
+
+Pure: the arms' bodies and their hits read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS
+
+# What ranking reads of a lean hit. Dates come back in the mapping's format (ISO 8601, as stored
+# documents are read); numbers as the index keeps them (float fields are single precision).
+# `archived` is not among them (no recall returns an archived memory), nor `last_accessed` (access
+# tracking reads the page, whose stored memories are read anyway).
+SCALAR_FIELDS: tuple[str, ...] = (
+    "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at",
+    "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
+)
+LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain", CONTENT_STEMS, CONTEXT_STEMS)
+FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
+# float fields are single precision in the index: 0.7 comes back as 0.699999988079071. Seven
+# decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
+FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance_score"})
+FLOAT_DECIMALS = 7
+LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
+NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
+
+
+def fields_for(*, dates: bool, times: bool, thread: bool, stems: bool) -> tuple[str, ...]:
+    """The doc values a recall reads: date terms only when its query names a date, updated_at only for
+    the time sorts, the thread predecessor only for the neighbour bonus, the stems only for the IDF
+    keyword share (a quarter of the bytes, and more for long memories)."""
+    skip = {name for name, needed in (("date_terms", dates), ("updated_at", times), ("thread_prev", thread)) if not needed}
+    if not stems:
+        skip |= {CONTENT_STEMS, CONTEXT_STEMS}
+    return tuple(f for f in FIELDS if f not in skip)
+
+
+def lean_body(body: Mapping[str, Any], fields: Sequence[str] = FIELDS) -> dict:
+    """An arm's body that returns doc values instead of `_source`."""
+    out = {k: v for k, v in body.items() if k != "_source"}
+    out["stored_fields"] = "_none_"
+    out["docvalue_fields"] = list(fields)
+    return out
+
+
+def stored_body(body: Mapping[str, Any]) -> dict:
+    """A body whose few hits bring their whole stored memory: filtering `_source` in the request makes
+    the engine parse and rewrite each document (~0.1 ms a hit here: 10 memories by id, 2.4 ms
+    without a source, 2.6 with it whole, 3.8 without recall's excluded fields); the readers of a
+    recall's memories pick their fields themselves (shaping's MEMORY_FIELDS, codec.shown). Asked for
+    outright: a body with script fields returns no `_source` by default."""
+    return {**body, "_source": True}
+
+
+def lean_source(fields: Mapping[str, list]) -> dict[str, Any]:
+    """A hit's doc values as the fields of a stored source (what ranking reads of it)."""
+    out: dict[str, Any] = {name: values[0] for name, values in fields.items()}
+    for name in LIST_FIELDS:
+        if name in fields:
+            out[name] = fields[name]
+    for name in FLOAT_FIELDS:
+        value = out.get(name)
+        if value is not None:
+            out[name] = round(value, FLOAT_DECIMALS)
+    out[LEAN] = True
+    return out
+
+
+def is_lean(source: Mapping[str, Any]) -> bool:
+    return LEAN in source
+
+
+def plain_terms(source: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The metadata terms without entities a lean hit carries; None when its document predates the
+    field (written as [""] when empty, so that its presence says it was derived)."""
+    terms = source.get("metadata_terms_plain")
+    if terms is None:
+        return None
+    return () if terms == NO_PLAIN_TERMS else tuple(terms)
+
+
+def predates(source: Mapping[str, Any], stems: bool) -> bool:
+    """A lean hit of a memory written before the fields ranking reads existed: its stored memory is
+    read before scoring (its metadata for the tag component, its content for the keyword share)."""
+    if stems and CONTENT_STEMS not in source:
+        return True
+    return plain_terms(source) is None and bool(source.get("metadata_terms"))
