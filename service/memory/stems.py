@@ -6,8 +6,9 @@ source (service/recall/lean.py).
 Every write of a memory document goes through MemoryStore, which adds them (`with_stems`): the stems
 of the texts the document (whole, or a partial update such as the thread linker's) sets. A text
 with no stem is written `[""]`, so that a memory written before the fields existed (no
-`content_stems` at all) is told apart: recall reads that one's content. A memory without
-`context_stems` has no thread context.
+`content_stems` at all) is told apart: recall reads that one's content. No thread context (null)
+is written as null stems, as a restore or import, which leaves nulls out, rebuilds it: either way
+the memory has no `context_stems`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def with_stems(doc: Mapping[str, Any]) -> dict[str, Any]:
     if "content" in doc:
         out[CONTENT_STEMS] = stems_of(doc.get("content"))
     if "thread_context" in doc:
-        out[CONTEXT_STEMS] = stems_of(doc.get("thread_context"))
+        context = doc.get("thread_context")
+        out[CONTEXT_STEMS] = None if context is None else stems_of(context)
     return out
 
 

@@ -118,7 +118,8 @@ def test_every_write_carries_the_stems_of_the_texts_it_sets():
     whole = M.with_stems({"content": "The groups painted", "thread_context": "the and of"})
     assert whole["content_stems"] == sorted(stemmed_words("The groups painted")) and whole["context_stems"] == M.NO_STEMS
     assert M.with_stems({"thread_context": "Caroline went"}) == {"thread_context": "Caroline went", "context_stems": ["carolin", "went"]}
-    assert M.with_stems({"thread_context": None})["context_stems"] == M.NO_STEMS
+    assert M.with_stems({"thread_context": None})["context_stems"] is None  # cleared, as a restore leaves it
+    assert M.with_stems({"thread_context": ""})["context_stems"] == M.NO_STEMS
     assert M.with_stems({"last_accessed": "x"}) == {"last_accessed": "x"}  # nothing to derive
     assert M.read_stems(None) is None and M.read_stems([""]) == frozenset() and M.read_stems(["a"]) == {"a"}
     # The store's bulk actions: whole documents and partial updates alike; scripts untouched.
