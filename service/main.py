@@ -37,6 +37,7 @@ from service.storage.ledger import RecallLedger
 from service.storage.memories import MemoryStore
 from service.storage.operations import OperationStore
 from service.stream import EventBus
+from service.writes.backfill import Backfill
 from service.writes.writer import MemoryWriter
 from service.admin.reembed import warn_other_models
 
@@ -113,6 +114,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         await anyio.to_thread.run_sync(lambda: warn_other_models(state.memories, model.short_name))
+        state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
+        await anyio.to_thread.run_sync(state.backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
         state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
@@ -134,6 +137,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             yield
         finally:
             await anyio.to_thread.run_sync(state.hindsight_operations.stop)
+            await anyio.to_thread.run_sync(state.backfill.stop)
             await anyio.to_thread.run_sync(state.enrichment.stop)
             state.consolidation.stop()
             await anyio.to_thread.run_sync(state.observability.stop)

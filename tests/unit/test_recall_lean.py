@@ -163,3 +163,17 @@ def test_a_lean_hit_scores_as_its_stored_memory():
     a, b = score_candidate(full.candidate("vector"), req), score_candidate(lean.candidate("vector"), req)
     assert b.components == pytest.approx(a.components) and b.final_score == pytest.approx(a.final_score)
     assert a.components["tag"] > 0 and 0 < a.components["keyword"] < 1  # "slack" is a plain metadata term; "caroline" only an entity's
+
+
+def test_the_backfill_stores_what_the_write_path_stores():
+    """service/writes/backfill.py rebuilds a legacy memory's fields as a write today would."""
+    from service.writes.backfill import with_recall_fields
+    from service.writes.writer import derived_fields
+
+    metadata = {"room": "boiler", "entities": {"people": ["Ann"]}}
+    source = {"content": "The heating engineer came", "thread_context": None, "tags": ["house"], "metadata": metadata}
+    written = M.with_stems({**source, **derived_fields(["house"], metadata)})
+    rebuilt = with_recall_fields(source)
+    assert {k: rebuilt.get(k) for k in ("content_stems", "context_stems", "metadata_terms_plain")} == \
+        {k: written.get(k) for k in ("content_stems", "context_stems", "metadata_terms_plain")}
+    assert with_recall_fields({"content": "x"})["metadata_terms_plain"] == [""]
