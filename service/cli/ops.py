@@ -28,6 +28,7 @@ BENCHES = {
     "observability": "what metrics and the recall log cost per request (needs --url)",
     "signet": "Signet's recall surface and session dedupe vs GET /recall",
     "cluster": "three local nodes, one killed under 50 clients: failed requests and lost writes",
+    "backfill": "the start-up backfill of recall's doc-value fields on an upgraded store: memories/s",
 }
 PASS_THROUGH = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}, "add_help_option": False}
 
