@@ -67,8 +67,9 @@ ENGLISH_ANALYZER_STOPWORDS: frozenset[str] = frozenset(
 # OpenSearch `english` analyzer: `english_possessive_stemmer` drops a trailing 's (also ’s).
 _POSSESSIVE = re.compile(r"['’]s\b")
 # Standard tokenizer, approximated: letters, digits and underscores form a word; everything
-# else (hyphens, apostrophes, punctuation) separates words.
-_ANALYZER_TOKEN = re.compile(r"[a-z0-9_]+")
+# else (hyphens, apostrophes, punctuation) separates words. A longer run is cut every 255
+# characters (max_token_length), so no stem outgrows the stored stems' ignore_above (256).
+_ANALYZER_TOKEN = re.compile(r"[a-z0-9_]{1,255}")
 # OpenSearch `english` analyzer ends with `porter_stem`; Snowball's "porter" is the same
 # (original) Porter algorithm.
 _STEMMER_ALGORITHM = "porter"

@@ -63,6 +63,17 @@ def test_english_analyzer_stems(os_client, index):
     assert sorted(h["_id"] for h in resp["hits"]["hits"]) == ["a", "c"]
 
 
+def test_the_python_stems_cut_long_words_as_the_engine_does(os_client, index):
+    """scoring.keywords.stemmed_words (the stems recall stores and scores) agrees with the engine's
+    english analyzer on a word past max_token_length (255): both cut it into 255-character pieces."""
+    from scoring.keywords import stemmed_words
+
+    text = "The dogs were running " + "x" * 300 + " " + "a1" * 200
+    tokens = os_client.indices.analyze(index=index, body={"field": "text", "text": text})["tokens"]
+    assert {t["token"] for t in tokens} == stemmed_words(text)
+    assert max(map(len, stemmed_words(text))) == 255
+
+
 def test_msearch_terms_lookup_and_delete_by_query(os_client, index):
     lookup = f"{index}-lookup"
     os_client.indices.create(index=lookup, body={"settings": {"number_of_replicas": 0}})
