@@ -205,6 +205,11 @@ def one_segment(url: str, prefix: str) -> None:
         if len(segments) > 1 or any(int(seg.get("docs.deleted") or 0) for seg in segments):
             print(f"merging {prefix} into one segment ({len(segments)} now) ...", file=sys.stderr)
             h.post(f"/{prefix}-memories/_forcemerge", params={"max_num_segments": "1"})
+            # Searches see the merged segment only after a refresh: without one, a run measured the
+            # old segments (20 of them once) although the merge had ended.
+            h.post(f"/{prefix}-memories/_refresh")
+            segments = h.get(f"/_cat/segments/{prefix}-memories", params={"format": "json"}).json()
+            print(f"{prefix}: {len(segments)} segment(s) searched after the merge", file=sys.stderr)
 
 
 def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> dict:
