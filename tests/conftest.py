@@ -128,8 +128,11 @@ class Apps:
     def close(self) -> None:
         from service.storage.bootstrap import drop_prefix
 
-        for client, prefix in self.opened:
+        # Every app stopped before any store is dropped: two apps may share a prefix (an upgrade test),
+        # and a running one would log the missing indices.
+        for client, _ in self.opened:
             client.__exit__(None, None, None)
+        for prefix in dict.fromkeys(prefix for _, prefix in self.opened):
             drop_prefix(self.os_client, prefix)
         self.opened.clear()
 
