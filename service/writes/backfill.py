@@ -21,13 +21,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.components import metadata_terms
 from service.errors import EngramError
 from service.filters.scripts import VECTOR_SCRIPT
 from service.memory.stems import CONTENT_STEMS, with_stems
 from service.storage.bulk import run_bulk
 from service.storage.client import engine_errors
 from service.storage.memories import MemoryStore
+from service.writes.writer import plain_metadata_terms
 
 log = logging.getLogger("engram.backfill")
 
@@ -54,7 +54,7 @@ class BackfillResult:
 def with_recall_fields(source: dict[str, Any]) -> dict[str, Any]:
     """A stored memory as the write path would store it today: with its stems and plain metadata terms."""
     doc = with_stems(source)
-    doc[PLAIN] = metadata_terms(source.get("metadata") or {}, include_entities=False) or [""]
+    doc[PLAIN] = plain_metadata_terms(source.get("metadata") or {})
     return doc
 
 
@@ -75,12 +75,7 @@ def rewrite(store: MemoryStore, hits: list[dict], result: BackfillResult) -> Non
     """Each hit re-indexed whole with the fields, at the version it was read."""
     actions = []
     for hit in hits:
-        try:
-            doc = with_recall_fields(hit["_source"])
-        except (TypeError, ValueError, AttributeError) as exc:  # a document no write path of ours made
-            result.failed += 1
-            log.warning("backfill: memory %s left as it is: %s", hit["_id"], exc)
-            continue
+        doc = with_recall_fields(hit["_source"])
         vector = (hit.get("fields") or {}).get("embedding")
         if vector:
             doc["embedding"] = vector

@@ -54,11 +54,15 @@ def derived_fields(tags: list[str], metadata: dict[str, Any]) -> dict[str, Any]:
         "tags_norm": sorted({normalize_tag(t) for t in tags}),
         "tag_prefixes": tag_prefixes(tags),
         "metadata_terms": metadata_terms(metadata),
-        # The tag component's terms (entities left out), read by recall from doc values; [""] when none,
-        # so that a document written before the field existed is told apart (service/recall/lean.py).
-        "metadata_terms_plain": metadata_terms(metadata, include_entities=False) or [""],
+        "metadata_terms_plain": plain_metadata_terms(metadata),
         "entities": entity_names(tags, metadata),
     }
+
+
+def plain_metadata_terms(metadata: dict[str, Any]) -> list[str]:
+    """The tag component's terms (entities left out), read by recall from doc values; [""] when none,
+    so that a document written before the field existed is told apart (service/recall/lean.py)."""
+    return metadata_terms(metadata, include_entities=False) or [""]
 
 
 @dataclass
