@@ -53,6 +53,13 @@ def keyword_plan(keywords: Sequence[str], idf: Mapping[str, float]) -> KeywordPl
     return KeywordPlan(tuple(planned), total)
 
 
+def plan_stems(keywords: Sequence[str]) -> tuple[str, ...]:
+    """Every stem `keyword_plan(keywords, ...)` tests, sorted, once each: the share of a content is the
+    same from the content's stems as from just those of them among these (a recall asks the engine for
+    only those: service/recall/lean.py)."""
+    return tuple(sorted({s for keyword in keywords for s in keyword_stems(keyword)}))
+
+
 def planned_share_in_thread(plan: KeywordPlan, content: str | None, thread_context: str | None, weight: float) -> float:
     """`idf_keyword_share_in_thread` for a plan built beforehand."""
     return planned_share_of_stems(plan, stemmed_words(content), stemmed_words(thread_context) if thread_context else None, weight)

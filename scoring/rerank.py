@@ -36,7 +36,7 @@ from scoring.components import (
     tag_score,
 )
 from scoring.context import ContextProfile, context_bonus
-from scoring.idf_share import KeywordPlan, keyword_plan, planned_share_in_thread, planned_share_of_stems
+from scoring.idf_share import KeywordPlan, keyword_plan, plan_stems, planned_share_in_thread, planned_share_of_stems
 from scoring.metadata_terms import metadata_term_sets
 from scoring.keywords import topic_keywords
 from scoring.weights import RecencyConfig, Weights
@@ -147,6 +147,11 @@ class ScoringRequest:
         """The engram idf keyword share's query side (topic keywords, stems, IDF weights), once per
         request rather than once per candidate."""
         return keyword_plan(topic_keywords(self.keywords), self.idf)
+
+
+def query_stems(keywords: Iterable[str]) -> tuple[str, ...]:
+    """The stems the engram idf keyword share of a request with these keywords tests (its plan's)."""
+    return plan_stems(topic_keywords(list(keywords)))
 
 
 @dataclass(slots=True)

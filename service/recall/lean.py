@@ -5,9 +5,10 @@ block, which also holds the `_recovery_source` copy with its 384-float vector, a
 filters the JSON. For the ~170 hits a recall's vector and keyword arms return, that was half the
 engine's time (LoCoMo dev corpus: 20.5 -> 9.2 ms p50 per `_msearch`) and the largest response the
 service decodes (220 -> 85 kB). So these arms ask for `stored_fields: _none_` and the few fields
-ranking reads as `docvalue_fields`: among them the stems of the content and thread context the
-write path stores (service/memory/stems.py), which the keyword component reads instead of the
-content. The memories that reach the page, and any written before those fields existed, get their
+ranking reads as `docvalue_fields`; the keyword component reads, instead of the content, which of
+the query's stems the stems of the content and thread context hold (the write path stores them:
+service/memory/stems.py), found by a script field in the engine: a memory has ~20 stems a text,
+a query ~4, and every stem returned was one more string to decode and free. The memories that reach the page, and any written before those fields existed, get their
 stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession summary
 (superseded_at, superseded_by, supersede_type) tells whether it is current; the stored memory is
 read only when its chain is resolved.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from service.filters.scripts import stem_match_field
 from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS
 
 # What ranking reads of a lean hit. Dates come back in the mapping's format (ISO 8601, as stored
@@ -30,7 +32,7 @@ SCALAR_FIELDS: tuple[str, ...] = (
     "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at",
     "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
 )
-LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain", CONTENT_STEMS, CONTEXT_STEMS)
+LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain")
 FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
 # float fields are single precision in the index: 0.7 comes back as 0.699999988079071. Seven
 # decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
@@ -38,23 +40,25 @@ FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance
 FLOAT_DECIMALS = 7
 LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
 NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
+STEM_MATCHES = "stem_matches"  # the script field: per stems field, the query's stems it holds
+STEM_FIELDS: tuple[str, ...] = (CONTENT_STEMS, CONTEXT_STEMS)
 
 
-def fields_for(*, dates: bool, times: bool, thread: bool, stems: bool) -> tuple[str, ...]:
+def fields_for(*, dates: bool, times: bool, thread: bool) -> tuple[str, ...]:
     """The doc values a recall reads: date terms only when its query names a date, updated_at only for
-    the time sorts, the thread predecessor only for the neighbour bonus, the stems only for the IDF
-    keyword share (a quarter of the bytes, and more for long memories)."""
+    the time sorts, the thread predecessor only for the neighbour bonus."""
     skip = {name for name, needed in (("date_terms", dates), ("updated_at", times), ("thread_prev", thread)) if not needed}
-    if not stems:
-        skip |= {CONTENT_STEMS, CONTEXT_STEMS}
     return tuple(f for f in FIELDS if f not in skip)
 
 
-def lean_body(body: Mapping[str, Any], fields: Sequence[str] = FIELDS) -> dict:
-    """An arm's body that returns doc values instead of `_source`."""
+def lean_body(body: Mapping[str, Any], fields: Sequence[str] = FIELDS, stems: Sequence[str] = ()) -> dict:
+    """An arm's body that returns doc values instead of `_source`; with `stems` (the IDF keyword share's,
+    scoring.rerank.query_stems), also which of them each hit's stored stems hold."""
     out = {k: v for k, v in body.items() if k != "_source"}
     out["stored_fields"] = "_none_"
     out["docvalue_fields"] = list(fields)
+    if stems:
+        out["script_fields"] = {**out.get("script_fields", {}), STEM_MATCHES: stem_match_field(STEM_FIELDS, stems)}
     return out
 
 
@@ -73,6 +77,13 @@ def lean_source(fields: Mapping[str, list]) -> dict[str, Any]:
     for name in LIST_FIELDS:
         if name in fields:
             out[name] = fields[name]
+    matches = fields.get(STEM_MATCHES)
+    if matches is not None:
+        del out[STEM_MATCHES]
+        # The stems fields as ranking reads them: the query's stems among them; none stored, absent.
+        for name, found in zip(STEM_FIELDS, matches):
+            if found is not None:
+                out[name] = found
     for name in FLOAT_FIELDS:
         value = out.get(name)
         if value is not None:

@@ -20,7 +20,7 @@ from scoring.context import ContextProfile, build_context_profile
 from scoring.floors import has_temporal_intent
 from scoring.keywords import extract_keywords
 from scoring.neighbours import neighbour_bonus
-from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate, sort_scored
+from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, query_stems, rank, score_candidate, sort_scored
 from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
@@ -213,7 +213,7 @@ class RecallService:
         retrieved = retrieval.parse_responses(arms, self.store.msearch([body for _, body in arms]))
         # A memory written before the fields ranking reads existed: its stored memory is read instead.
         if lean_hits is not None:
-            stems = L.CONTENT_STEMS in lean_hits.fields
+            stems = bool(lean_hits.stems)
             self.hydrate(retrieved, [mid for mid, h in retrieved.hits.items() if h.lean and L.predates(h.source, stems)])
         timings.lap("search")
         if retrieved.pool_size is not None:
@@ -244,10 +244,10 @@ class RecallService:
         the request's ranking reads (the engram profile's; the automem profile reads contents)."""
         if req.scoring_profile != "engram":
             return None
-        return retrieval.LeanHits(L.fields_for(
-            dates=bool(dates), times=req.sort != "score", thread=self.settings.thread_context_enabled,
-            stems=self.settings.search_keyword_mode == "idf" and bool(keywords),
-        ))
+        return retrieval.LeanHits(
+            L.fields_for(dates=bool(dates), times=req.sort != "score", thread=self.settings.thread_context_enabled),
+            stems=query_stems(keywords) if self.settings.search_keyword_mode == "idf" else (),
+        )
 
     def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str]) -> None:
         """The stored memories of lean hits among `ids`, in one request."""

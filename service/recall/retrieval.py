@@ -120,6 +120,7 @@ class LeanHits:
     ranking reads."""
 
     fields: tuple[str, ...] = L.FIELDS
+    stems: tuple[str, ...] = ()  # the query's stems, when the keyword share reads stored stems (lean.lean_body)
 
 
 def fetch_k(limit: int, scoped: bool, overfetch: int, cap: int) -> int:
@@ -180,7 +181,7 @@ def plan_arms(
     source = C.SOURCE if req.detail else C.RECALL_SOURCE
     arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
     if lean is not None:
-        arms = [(name, L.lean_body(body, lean.fields) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
+        arms = [(name, L.lean_body(body, lean.fields, lean.stems) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
                 for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))

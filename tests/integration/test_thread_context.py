@@ -216,3 +216,30 @@ def test_a_memory_stored_before_the_stems_existed_is_scored_from_its_content(api
     by = {r["id"]: r for r in body["results"]}
     assert by["legacy-1"]["score_components"]["keyword"] == by[fresh]["score_components"]["keyword"] == 1.0
     assert by["legacy-1"]["memory"]["content"] == "the heating engineer visits on tuesday"
+
+
+def test_the_engine_returns_the_query_stems_a_memory_holds(api):
+    """The lean arms' script field (service/recall/lean.py) returns, per stems field, exactly the query's
+    stems among the stored ones: [] for a text without stems, null for no text; and a recall scores the
+    keyword share from them as from the texts."""
+    from scoring.keywords import stemmed_words
+    from service.recall import lean as L
+
+    texts = {"t1": "Caroline went to the LGBTQ support group", "t2": "the and of", "t3": "Groups of painters supported her"}
+    for minute, (mid, text) in enumerate(texts.items()):
+        turn(api, mid, text, minute)
+    api.app.state.memories.refresh_now()
+    for stems in (("carolin", "group", "support"), ("paint", "zebra"), ("x",)):
+        body = L.lean_body({"query": {"ids": {"values": list(texts)}}, "size": 10}, ("id",), stems)
+        hits = api.app.state.client.search(index=api.app.state.memories.alias, body=body)["hits"]["hits"]
+        got = {h["fields"]["id"][0]: L.lean_source(h["fields"]) for h in hits}
+        for minute, mid in enumerate(texts):
+            context = list(texts.values())[minute - 1] if minute else None
+            assert set(got[mid]["content_stems"]) == stemmed_words(texts[mid]) & set(stems)
+            if context is None:
+                assert "context_stems" not in got[mid]
+            else:
+                assert set(got[mid]["context_stems"]) == stemmed_words(context) & set(stems)
+    body = recall(api, query="support groups painters", limit=3)
+    by = {r["id"]: r["score_components"]["keyword"] for r in body["results"]}
+    assert by["t3"] == 1.0 and 0 < by["t1"] < 1

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from scoring.idf_share import keyword_plan, planned_share_in_thread, planned_share_of_stems
 from scoring.keywords import stemmed_words
 from scoring.metadata_terms import metadata_terms
-from scoring.rerank import ScoringRequest, score_candidate
+from scoring.rerank import ScoringRequest, query_stems, score_candidate
 from service.filters import clauses as C
+from service.filters import scripts as S
 from service.recall import lean as L
 from service.recall import queries as Q
 from service.recall import retrieval
@@ -73,15 +74,33 @@ def test_plan_arms_makes_the_main_arms_lean():
     assert all("stored_fields" not in b for b in unlean.values()) and arms.keys() == unlean.keys()
 
 
-@pytest.mark.parametrize(("dates", "times", "thread", "stems", "left_out"), [
-    (True, True, True, True, set()),
-    (False, False, True, True, {"date_terms", "updated_at"}),
-    (True, False, False, False, {"updated_at", "thread_prev", "content_stems", "context_stems"}),
+@pytest.mark.parametrize(("dates", "times", "thread", "left_out"), [
+    (True, True, True, set()),
+    (False, False, True, {"date_terms", "updated_at"}),
+    (True, False, False, {"updated_at", "thread_prev"}),
 ])
-def test_a_recall_reads_only_the_doc_values_its_ranking_needs(dates, times, thread, stems, left_out):
-    fields = L.fields_for(dates=dates, times=times, thread=thread, stems=stems)
+def test_a_recall_reads_only_the_doc_values_its_ranking_needs(dates, times, thread, left_out):
+    fields = L.fields_for(dates=dates, times=times, thread=thread)
     assert set(L.FIELDS) - set(fields) == left_out and "id" in fields
     assert not {"archived", "last_accessed"} & set(L.FIELDS)  # never returned to a recall / read from the page
+    assert not set(L.STEM_FIELDS) & set(L.FIELDS)  # stems: only the query's, from the script field
+
+
+def test_the_stems_asked_for_are_the_ones_the_keyword_share_tests():
+    body = S.with_cosine({"size": 50, "query": {"match_all": {}}}, [0.1])
+    lean = L.lean_body(body, ("id",), ("carolin", "group"))
+    assert lean["script_fields"]["cosine"] == body["script_fields"]["cosine"]  # the keyword arm keeps its cosine
+    assert lean["script_fields"][L.STEM_MATCHES]["script"]["params"] == {"fields": list(L.STEM_FIELDS), "stems": ["carolin", "group"]}
+    assert "script_fields" not in L.lean_body({"size": 5}, ("id",))  # no stems: no script
+
+
+@settings(max_examples=200, deadline=None)
+@given(keywords=st.lists(st.sampled_from(["what", "did", "groups", "support", "caroline", "e-mail", "the", "painting", "x"]), max_size=5, unique=True),
+       idf=st.dictionaries(st.sampled_from(["groups", "support", "caroline"]), st.floats(0, 5), max_size=3))
+def test_query_stems_are_every_stem_the_plan_tests(keywords, idf):
+    req = ScoringRequest(query=" ".join(keywords), keywords=tuple(keywords), now=NOW, idf=idf)
+    tested = {s for stems, _ in req.keyword_plan.keywords for s in stems}
+    assert set(query_stems(keywords)) == tested and list(query_stems(keywords)) == sorted(tested)
 
 
 def lean_hit(mid: str, score: float, **fields) -> dict:
@@ -91,9 +110,9 @@ def lean_hit(mid: str, score: float, **fields) -> dict:
 def test_parse_responses_reads_lean_hits_and_keeps_a_stored_memory_another_arm_returned():
     arms = [("vector", {}), ("keyword", {}), ("metadata", {})]
     stored = {"content": "red car", "metadata": {"source": "x"}, "tags": ["t"]}
-    responses = [
-        {"hits": {"hits": [lean_hit("a", 0.9, tags=["t"], content_stems=["car", "red"], context_stems=[""]), lean_hit("b", 0.8)]}},
-        {"hits": {"hits": [lean_hit("a", 3.0, content_stems=["car", "red"])]}},
+    responses = [  # the script field: per stems field, the query's stems it holds, null for none stored
+        {"hits": {"hits": [lean_hit("a", 0.9, tags=["t"], stem_matches=[["car", "red"], []]), lean_hit("b", 0.8)]}},
+        {"hits": {"hits": [lean_hit("a", 3.0, stem_matches=[["car", "red"], []])]}},
         {"hits": {"hits": [{"_id": "b", "_score": 1.0, "_source": stored}]}},
         {"hits": {"hits": [{"_score": 1.0, "fields": {}}]}},  # no id: never a candidate
     ]
@@ -108,6 +127,8 @@ def test_parse_responses_reads_lean_hits_and_keeps_a_stored_memory_another_arm_r
 
 def test_a_memory_written_before_the_fields_is_read_whole():
     assert L.predates({L.LEAN: True, "id": "m"}, stems=True)  # no content_stems
+    assert L.predates(L.lean_source({"id": ["m"], L.STEM_MATCHES: [None, None]}), stems=True)
+    assert not L.predates(L.lean_source({"id": ["m"], L.STEM_MATCHES: [[], None]}), stems=True)  # stored, none of the query's
     assert not L.predates({L.LEAN: True, "id": "m", "content_stems": [""]}, stems=True)
     assert not L.predates({L.LEAN: True, "id": "m"}, stems=False)
     assert L.predates({L.LEAN: True, "content_stems": ["x"], "metadata_terms": ["slack"]}, stems=True)  # no plain terms
@@ -154,8 +175,10 @@ def test_a_lean_hit_scores_as_its_stored_memory():
     doc_values = {"id": ["m"], "importance": [0.699999988079071], "confidence": [0.8999999761581421], "type": ["Context"],
                   "timestamp": ["2024-02-01T10:00:00.000Z"], "tags": sorted(stored["tags"]), "date_terms": ["d:2024-02-01"],
                   "metadata_terms": metadata_terms(metadata), "metadata_terms_plain": metadata_terms(metadata, include_entities=False),
-                  "content_stems": written["content_stems"], "context_stems": written["context_stems"]}
+                  }
     keywords = ("caroline", "support", "group", "slack", "painted")
+    want = set(query_stems(keywords))  # what the engine's script field returns of the stored stems
+    doc_values[L.STEM_MATCHES] = [[s for s in written[f] if s in want] for f in L.STEM_FIELDS]
     full = retrieval.Hit("m", stored, cosine=0.6, arms={"vector"})
     lean = retrieval.Hit("m", L.lean_source(doc_values), cosine=0.6, arms={"vector"})
     req = ScoringRequest(query="did caroline go to the slack support group she painted", keywords=keywords, now=NOW,
