@@ -24,13 +24,14 @@ from typing import Any
 from service.filters.scripts import stem_match_field
 from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS
 
-# What ranking reads of a lean hit. Dates come back in the mapping's format (ISO 8601, as stored
+# What ranking reads of a lean hit, and `last_accessed`: access tracking knows from it, before the page
+# is read, which of the page's memories it rewrites, and the page read brings their vectors
+# (RecallService.hydrated_page). Dates come back in the mapping's format (ISO 8601, as stored
 # documents are read); numbers as the index keeps them (float fields are single precision).
-# `archived` is not among them (no recall returns an archived memory), nor `last_accessed` (access
-# tracking reads the page, whose stored memories are read anyway).
+# `archived` is not among them: no recall returns an archived memory.
 SCALAR_FIELDS: tuple[str, ...] = (
     "id", "type", "importance", "confidence", "relevance_score", "timestamp", "updated_at",
-    "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev",
+    "t_valid", "t_invalid", "superseded_at", "superseded_by", "supersede_type", "thread_prev", "last_accessed",
 )
 LIST_FIELDS: tuple[str, ...] = ("tags", "date_terms", "metadata_terms", "metadata_terms_plain")
 FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)

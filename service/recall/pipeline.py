@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -34,7 +34,7 @@ from service.recall.request import RecallRequest
 from service.recall.rerank import load_reranker
 from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
-from service.storage.memories import MemoryStore
+from service.storage.memories import VERSION_FIELDS, MemoryStore, version_of
 
 log = logging.getLogger("engram.recall")
 
@@ -153,7 +153,7 @@ class RecallService:
         if req.prefer_observations:
             self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE])
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = self.hydrated_page(ordered[offset : req.limit], pool)
+        page = self.hydrated_page(ordered[offset : req.limit], pool, now)
         expansion = self.expand(req, page, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -249,21 +249,35 @@ class RecallService:
             stems=query_stems(keywords) if self.settings.search_keyword_mode == "idf" else (),
         )
 
-    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str]) -> None:
-        """The stored memories of lean hits among `ids`, in one request."""
+    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], versions: Collection[str] = ()) -> None:
+        """The stored memories of lean hits among `ids`, in one request; with `versions`, the vectors and
+        versions of those memories too (Hit.version)."""
         todo = [mid for mid in dict.fromkeys(ids) if mid in hits.hits and hits.hits[mid].lean]
         if not todo:
             return
         # Whole stored memories (lean.stored_body: filtering _source costs the engine more than it saves).
         body = L.stored_body({"size": len(todo), "query": {"ids": {"values": todo}}, "track_total_hits": False})
+        if any(mid in versions for mid in todo):
+            body.update(VERSION_FIELDS)
         for h in self.store.search(body)["hits"]["hits"]:
-            if h["_id"] in hits.hits:
-                hits.hits[h["_id"]].source = h.get("_source") or {}
+            if (hit := hits.hits.get(h["_id"])) is not None:
+                hit.source = h.get("_source") or {}
+                if "_seq_no" in h:
+                    hit.version = version_of(h)
 
-    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool) -> list[ScoredCandidate]:
-        """The page with its stored memories; a memory deleted since the arms saw it is left out."""
-        self.hydrate(pool, [s.candidate.id for s in page])
+    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool, now: datetime) -> list[ScoredCandidate]:
+        """The page with its stored memories; a memory deleted since the arms saw it is left out. The
+        memories access tracking will rewrite (their lean hits say when they were last accessed) come
+        with their vectors and versions: the rewrite needs them, and this read is made anyway."""
+        ids = [s.candidate.id for s in page]
+        self.hydrate(pool, ids, versions=self.store.stale_accesses(self.accessed(ids, pool), now))
         return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)]
+
+    @staticmethod
+    def accessed(ids: Sequence[str], pool: Pool) -> dict[str, str | None]:
+        """{id: stored last_accessed} of the memories among `ids` whose access a recall records: the
+        arms' hits, not the scope fallback's."""
+        return {mid: pool.hits[mid].source.get("last_accessed") for mid in ids if mid in pool.hits and mid not in pool.fallback_ids}
 
     def query_vector(self, req: RecallRequest, text: str | None) -> tuple[list[float] | None, dict]:
         """The given embedding, or the query's; a failed embedding degrades to keyword + metadata search."""
@@ -384,11 +398,11 @@ class RecallService:
         """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent.
         Nothing is deferred when every seed was touched recently: a background task costs a thread-pool
         round trip, and the next request on the same connection waits for it."""
-        seen = {s.candidate.id: pool.hits[s.candidate.id].source.get("last_accessed") if s.candidate.id in pool.hits else None
-                for s in page if s.candidate.id not in pool.fallback_ids}
-        stale = self.store.stale_accesses(seen, now)
+        seen = {s.candidate.id: None for s in page if s.candidate.id not in pool.fallback_ids}
+        stale = self.store.stale_accesses({**seen, **self.accessed(list(seen), pool)}, now)
         if stale:
-            (defer or _call_now)(self.store.touch, bank, stale, now)
+            versions = {mid: v for mid in stale if (h := pool.hits.get(mid)) is not None and (v := h.version) is not None}
+            (defer or _call_now)(self.store.touch, bank, stale, now, versions)
 
 
 def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:

@@ -50,6 +50,8 @@ class Hit:
     cosine: float | None = None
     bm25: float | None = None
     arms: set[str] = field(default_factory=set)
+    # Its vector and version, when the page read brought them (access tracking rewrites it with them).
+    version: tuple[list[float] | None, int, int] | None = None
 
     @property
     def lean(self) -> bool:

@@ -39,16 +39,25 @@ RMW_ATTEMPTS = 12
 RMW_MAX_PAUSE_S = 0.2
 # Page size when collecting ids (DELETE /memory/by-tag); the engine's default result window is 10,000.
 ID_PAGE = 1000
+# A memory's vector (None when stored without one) and the version it was read at: _seq_no, _primary_term.
+Version = tuple[list[float] | None, int, int]
+# What a search asks for to read its hits' versions (`version_of`).
+VERSION_FIELDS = {"seq_no_primary_term": True, "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}}}
 # Striped per-memory locks of read_modify_write (a lock per memory would grow without bound).
 _RMW_LOCKS = tuple(threading.Lock() for _ in range(256))
 
 
-def _vector_field(hit: dict) -> list[float] | None:
+def vector_field(hit: dict) -> list[float] | None:
     """VECTOR_SCRIPT's value: the list comes back flattened as the field's values; null as [null]."""
     values = hit.get("fields", {}).get("embedding")
     if not values or values[0] is None:
         return None
     return values[0] if isinstance(values[0], list) else values
+
+
+def version_of(hit: dict) -> Version:
+    """A hit's vector and version, from a search that asked for VERSION_FIELDS."""
+    return vector_field(hit), hit["_seq_no"], hit["_primary_term"]
 
 
 def _of_bank(doc: dict, bank: str) -> bool:
@@ -139,11 +148,11 @@ class MemoryStore:
                 hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
             if hits:
                 h = hits[0]
-                return h["_source"], _vector_field(h), h["_seq_no"], h["_primary_term"]
+                return h["_source"], vector_field(h), h["_seq_no"], h["_primary_term"]
         return None
 
     # --- vectors ------------------------------------------------------------------------------
-    def vectors(self, bank: str, ids: Sequence[str]) -> dict[str, tuple[list[float] | None, int, int]]:
+    def vectors(self, bank: str, ids: Sequence[str]) -> dict[str, Version]:
         """{id: (vector or None, _seq_no, _primary_term)} of the bank's stored memories.
 
         Doc values are only as fresh as the last refresh: an id not found yet may be a memory written
@@ -160,28 +169,29 @@ class MemoryStore:
         with engine_errors("refresh memories"):
             self.client.indices.refresh(index=self.alias)
 
-    def _read_vectors(self, bank: str, ids: list[str]) -> dict[str, tuple[list[float] | None, int, int]]:
-        out: dict[str, tuple[list[float] | None, int, int]] = {}
+    def _read_vectors(self, bank: str, ids: list[str]) -> dict[str, Version]:
+        out: dict[str, Version] = {}
         # In pages: a search returns at most index.max_result_window (10,000) hits.
         for start in range(0, len(ids), ID_PAGE):
             page = ids[start : start + ID_PAGE]
             body = {
-                "size": len(page), "_source": False, "seq_no_primary_term": True,
+                "size": len(page), "_source": False, **VERSION_FIELDS,
                 "query": {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": page}}]}},
-                "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
             }
             with engine_errors("read vectors"):
                 hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-            out.update({h["_id"]: (_vector_field(h), h["_seq_no"], h["_primary_term"]) for h in hits})
+            out.update({h["_id"]: version_of(h) for h in hits})
         return out
 
-    def carry_vectors(self, bank: str, actions: Sequence[dict]) -> list[dict | None]:
+    def carry_vectors(self, bank: str, actions: Sequence[dict], known: Mapping[str, Version] | None = None) -> list[dict | None]:
         """Update actions made safe for an index that keeps vectors out of _source: an update re-indexes
         the document from _source, so each one carries its memory's vector back in (a partial doc gets
         `embedding`, a script `params.embedding`), guarded by the version the vector was read at.
-        An update of a memory the bank does not hold (missing, or another bank's) is None: not sent."""
-        ids = [a["_id"] for a in actions if a.get("_op_type") == "update"]
-        found = self.vectors(bank, ids) if ids else {}
+        An update of a memory the bank does not hold (missing, or another bank's) is None: not sent.
+        `known`: versions of the bank's memories read already (a recall's page read), not read again."""
+        known = known or {}
+        ids = [a["_id"] for a in actions if a.get("_op_type") == "update" and a["_id"] not in known]
+        found = {**known, **(self.vectors(bank, ids) if ids else {})}
         guarded: set[str] = set()
         out: list[dict | None] = []
         for a in actions:
@@ -225,20 +235,21 @@ class MemoryStore:
         """The part of `seen` ({id: stored last_accessed}) that `touch` would rewrite; no I/O."""
         return {mid: stored for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)}
 
-    def touch(self, bank: str, seen: Mapping[str, str | None], now: datetime) -> None:
+    def touch(self, bank: str, seen: Mapping[str, str | None], now: datetime, versions: Mapping[str, Version] | None = None) -> None:
         """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
         without waiting for a refresh.
 
         Like a file system's relatime, a memory whose stored last_accessed is younger than
         RECALL_ACCESS_RESOLUTION_SECONDS is left alone: an update rewrites the whole document, vector included (an
         HNSW insertion now and a merge later), so hot memories are rewritten at most once per period.
+        `versions`: the vectors and versions of some of them, read already (`carry_vectors`).
         """
         when = iso(now)
         actions = [{"_op_type": "update", "_index": self.alias, "_id": mid, "doc": {"last_accessed": when}} for mid in self.stale_accesses(seen, now)]
         if not actions:
             return
         try:
-            self.bulk(bank, actions, "record access", refresh="false")
+            self.bulk(bank, actions, "record access", refresh="false", versions=versions)
         except Exception:  # noqa: BLE001 - access tracking must never fail a recall
             log.warning("last_accessed update failed for %d memories", len(actions), exc_info=True)
 
@@ -284,10 +295,13 @@ class MemoryStore:
             "script": {"lang": "painless", "source": RECORD_SUPERSESSION, "params": {"entry": entry, "keep_at": keep_at, "t_invalid": t_invalid}},
         }
 
-    def bulk(self, bank: str, actions: Sequence[dict], what: str, *, refresh: str | None = None) -> list[ItemError | None]:
+    def bulk(
+        self, bank: str, actions: Sequence[dict], what: str, *, refresh: str | None = None, versions: Mapping[str, Version] | None = None,
+    ) -> list[ItemError | None]:
         """Any bulk actions on the bank's memories; one outcome per action, in order. Update actions carry
-        their memory's vector (carry_vectors: an update of another bank's memory finds none and fails as
-        document_missing would); one that lost a race with another write (409) is retried."""
+        their memory's vector (carry_vectors, from `versions` when given: an update of another bank's memory
+        finds none and fails as document_missing would); one that lost a race with another write (409) is
+        retried, with what it reads again."""
         actions = [_stemmed(a) for a in actions]
         outcomes: list[ItemError | None] = [None] * len(actions)
         pending = list(range(len(actions)))
@@ -297,7 +311,7 @@ class MemoryStore:
             if attempt:
                 time.sleep(random.uniform(0, 0.01 * attempt))  # spread the contenders out
                 self.refresh_now()  # the versions read were stale (written since the last refresh)
-            carried = self.carry_vectors(bank, [actions[i] for i in pending])
+            carried = self.carry_vectors(bank, [actions[i] for i in pending], None if attempt else versions)
             sent = [(i, a) for i, a in zip(pending, carried) if a is not None]
             for i, a in zip(pending, carried):
                 if a is None:  # as the engine answers an update of a missing document

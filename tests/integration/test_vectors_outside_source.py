@@ -62,6 +62,29 @@ def test_access_tracking_keeps_the_vector(make_client, os_client):
     assert cosine(api, a, unit(3)) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_access_tracking_with_the_page_reads_vectors_keeps_a_newer_write(make_client, os_client):
+    """Recall's page read brings the vectors and versions access tracking rewrites the page with; a memory
+    re-embedded in between is not put back to the vector read: the version guard fails, the retry reads again."""
+    api = make_client(recall_access_resolution_seconds=0)
+    store, alias = api.app.state.memories, api.app.state.settings.memories_alias
+    a = mem(api, "alpha", embedding=unit(11))
+    store.refresh_now()
+    touches = []
+    store.touch = lambda *args: touches.append(args)  # held back: the response is sent first anyway
+    try:
+        _, calls = count_requests(api, embedding=csv(unit(11)), limit=3)
+    finally:
+        del store.touch
+    (bank, stale, now, versions), = touches
+    assert set(stale) == set(versions) == {a} and versions[a][0] == pytest.approx(unit(11))
+    assert calls == ["POST /_msearch", f"POST /{alias}/_search"]  # the vectors came with the page
+    os_client.update(index=alias, id=a, body={"doc": {"importance": 0.7, "embedding": unit(12)}}, refresh=True)
+    store.touch(bank, stale, now, versions)
+    source = raw_source(api, os_client, a)
+    assert source["importance"] == 0.7 and source["last_accessed"] is not None
+    assert cosine(api, a, unit(12)) == pytest.approx(1.0, abs=1e-5)  # the newer vector, not the one the page read
+
+
 def test_supersession_and_its_clearing_keep_the_vector(api, os_client):
     old = mem(api, "old version", embedding=unit(4))
     new = mem(api, "new version", embedding=unit(5))
