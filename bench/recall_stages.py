@@ -10,7 +10,10 @@ memories of lean hits (the page's, `hydrate`: a second round trip), the arms' hi
 (`parse_responses`), hits made `Candidate`s, scoring (`rank`), the thread-neighbour bonus,
 placement, current state, shaping, and the teardown: from the pipeline's last step
 (`shaping.response_body`) to its return, mostly Python freeing what the recall built. The rest of
-`RecallService.recall` is "other". Access tracking is off (nothing is deferred).
+`RecallService.recall` is "other". Access tracking is off (nothing is deferred); with `--access` it
+runs inline, as its own stage, and every pass's clock is set two resolutions
+(RECALL_ACCESS_RESOLUTION_SECONDS) further on, so that each page is due to be rewritten once, as on
+a store nobody has recalled from (a held-out run's questions mostly are).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bench.latency_defaults import PREFIX, questions
 from bench.locomo import DEFAULT_DATA
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default="http://127.0.0.1:9250")
     parser.add_argument("--prefix", default=PREFIX)
     parser.add_argument("--passes", type=int, default=2, help="passes over the questions; the first warms the query cache and is not reported")
+    parser.add_argument("--access", action="store_true", help="record accesses inline (stage `access`), every page due (see above)")
     args = parser.parse_args(argv)
     from service.__main__ import settle_gc
     from service.api.automem.recall_models import RecallQuery
@@ -78,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = StageClock()
     clock.wrap(memories, "msearch", "msearch")
     clock.wrap(service, "hydrate", "hydrate")
+    clock.wrap(memories, "touch", "access")
     clock.wrap(client.transport.serializer, "loads", "decode")
     clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
     clock.wrap(retrieval.Hit, "candidate", "candidates")
@@ -97,17 +102,21 @@ def main(argv: list[str] | None = None) -> int:
     pipeline.shaping.response_body = marked  # the module attribute the pipeline calls
     qs = questions(json.loads(DEFAULT_DATA.read_text()))
     settle_gc()  # as the service runs (service/__main__.py): a recall's objects die before a collection
-    for _ in range(args.passes):
+    # Past every access stored before: each run starts two resolutions after the latest of them.
+    stored = memories.search({"size": 0, "aggs": {"last": {"max": {"field": "last_accessed"}}}})["aggregations"]["last"]["value"]
+    due = timedelta(seconds=2 * settings.recall_access_resolution_seconds)
+    start = max(datetime.now(UTC), datetime.fromtimestamp((stored or 0) / 1000, UTC)) if args.access else None
+    for n in range(args.passes):
         for sample_id, question, _ in qs:
-            now = datetime.now(UTC)
+            now = datetime.now(UTC) if start is None else start + due * (n + 1)
             req = RecallQuery.model_validate({"query": question, "tags": f"locomo:{sample_id}", "limit": "10"}).to_request(
                 settings, dimension=embedder.dimension, now=now, bank=settings.default_bank)
             started = time.thread_time()
-            service.recall(req, now, defer=lambda *a: None)
+            service.recall(req, now, defer=None if args.access else lambda *a: None)
             ended = time.thread_time()
             clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
     runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs
-    stages = ["msearch", "decode", "hydrate", "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
+    stages = ["msearch", "decode", "hydrate", *(["access"] if args.access else []), "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
     print(f"{len(runs)} recalls (query cache warm), thread CPU ms per recall:")
     print("| stage | p50 | mean |\n|---|---|---|")
     for stage in stages:
