@@ -275,9 +275,9 @@ class RecallService:
 
     @staticmethod
     def accessed(ids: Sequence[str], pool: Pool) -> dict[str, str | None]:
-        """{id: stored last_accessed} of the memories among `ids` whose access a recall records: the
-        arms' hits, not the scope fallback's."""
-        return {mid: pool.hits[mid].source.get("last_accessed") for mid in ids if mid in pool.hits and mid not in pool.fallback_ids}
+        """{id: stored last_accessed} of the memories among `ids` whose access a recall records (all but
+        the scope fallback's); None for one the arms did not return (a chain head, an expanded memory)."""
+        return {mid: pool.hits[mid].source.get("last_accessed") if mid in pool.hits else None for mid in ids if mid not in pool.fallback_ids}
 
     def query_vector(self, req: RecallRequest, text: str | None) -> tuple[list[float] | None, dict]:
         """The given embedding, or the query's; a failed embedding degrades to keyword + metadata search."""
@@ -398,8 +398,7 @@ class RecallService:
         """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent.
         Nothing is deferred when every seed was touched recently: a background task costs a thread-pool
         round trip, and the next request on the same connection waits for it."""
-        seen = {s.candidate.id: None for s in page if s.candidate.id not in pool.fallback_ids}
-        stale = self.store.stale_accesses({**seen, **self.accessed(list(seen), pool)}, now)
+        stale = self.store.stale_accesses(self.accessed([s.candidate.id for s in page], pool), now)
         if stale:
             versions = {mid: v for mid in stale if (h := pool.hits.get(mid)) is not None and (v := h.version) is not None}
             (defer or _call_now)(self.store.touch, bank, stale, now, versions)

@@ -24,6 +24,7 @@ from service.filters import scripts as S
 from service.recall.request import RecallRequest
 from service.memory.tags import hierarchy_key
 from service.clock.instants import stored_datetime
+from service.storage.memories import Version
 
 # The keyword arm digs deeper than the limit so every plausible lexical candidate is re-ranked.
 KEYWORD_ARM_MIN = 50
@@ -51,7 +52,7 @@ class Hit:
     bm25: float | None = None
     arms: set[str] = field(default_factory=set)
     # Its vector and version, when the page read brought them (access tracking rewrites it with them).
-    version: tuple[list[float] | None, int, int] | None = None
+    version: Version | None = None
 
     @property
     def lean(self) -> bool:

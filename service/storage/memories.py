@@ -47,7 +47,7 @@ VERSION_FIELDS = {"seq_no_primary_term": True, "script_fields": {"embedding": {"
 _RMW_LOCKS = tuple(threading.Lock() for _ in range(256))
 
 
-def vector_field(hit: dict) -> list[float] | None:
+def _vector_field(hit: dict) -> list[float] | None:
     """VECTOR_SCRIPT's value: the list comes back flattened as the field's values; null as [null]."""
     values = hit.get("fields", {}).get("embedding")
     if not values or values[0] is None:
@@ -57,7 +57,7 @@ def vector_field(hit: dict) -> list[float] | None:
 
 def version_of(hit: dict) -> Version:
     """A hit's vector and version, from a search that asked for VERSION_FIELDS."""
-    return vector_field(hit), hit["_seq_no"], hit["_primary_term"]
+    return _vector_field(hit), hit["_seq_no"], hit["_primary_term"]
 
 
 def _of_bank(doc: dict, bank: str) -> bool:
@@ -137,9 +137,8 @@ class MemoryStore:
         """Source, vector and version of one memory, all of one refreshed point (doc values only exist
         for refreshed documents): after a lost race the index is refreshed before reading again."""
         body = {
-            "size": 1, "seq_no_primary_term": True, "_source": {"excludes": list(HIDDEN_FIELDS)},
+            "size": 1, **VERSION_FIELDS, "_source": {"excludes": list(HIDDEN_FIELDS)},
             "query": {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": [memory_id]}}]}},
-            "script_fields": {"embedding": {"script": {"source": VECTOR_SCRIPT}}},
         }
         for refreshed in ((True,) if refresh_first else (False, True)):
             if refreshed:
@@ -148,7 +147,7 @@ class MemoryStore:
                 hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
             if hits:
                 h = hits[0]
-                return h["_source"], vector_field(h), h["_seq_no"], h["_primary_term"]
+                return h["_source"], *version_of(h)
         return None
 
     # --- vectors ------------------------------------------------------------------------------
