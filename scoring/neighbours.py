@@ -29,20 +29,20 @@ def neighbour_bonus(
     if weight <= 0 or not ranked:
         return list(ranked)
     score = {s.candidate.id: s.final_score for s in ranked}
-    followers: dict[str, list[str]] = {}
+    # The best score among each memory's neighbours in the pool (before any bonus).
+    best: dict[str, float] = {}
     for mid, earlier in prev.items():
-        if earlier and earlier != mid and mid in score:
-            followers.setdefault(earlier, []).append(mid)
+        if not earlier or earlier == mid or mid not in score:
+            continue
+        if after and earlier in score and score[mid] > best.get(earlier, 0.0):
+            best[earlier] = score[mid]
+        if before and earlier in score and score[earlier] > best.get(mid, 0.0):
+            best[mid] = score[earlier]
     out = []
     for s in ranked:
-        mid = s.candidate.id
-        near = [score[n] for n in followers.get(mid, ())] if after else []
-        earlier = prev.get(mid)
-        if before and earlier in score and earlier != mid:
-            near.append(score[earlier])
-        best = max(near, default=0.0)
-        if best > 0:
-            bonus = weight * best
+        near = best.get(s.candidate.id)
+        if near is not None:
+            bonus = weight * near
             s = ScoredCandidate(s.candidate, s.final_score + bonus, {**s.components, "neighbour": bonus})
         out.append(s)
     return sort_scored(out)

@@ -104,6 +104,17 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class ScoringConstants:
+    """The parts of a ScoringRequest every candidate's score reads (ScoringRequest.constants)."""
+
+    now: datetime  # timezone-aware
+    exact_query: str  # the query lowered and stripped (the exact component)
+    gate: float
+    has_keywords: bool
+    dates: bool  # the date component is scored
+
+
+@dataclass(frozen=True)
 class ScoringRequest:
     """Everything about the request the scorer needs; validated once on construction."""
 
@@ -141,6 +152,14 @@ class ScoringRequest:
         gate = min(MAX_RELEVANCE_GATE, max(MIN_RELEVANCE_GATE, float(self.relevance_gate)))
         object.__setattr__(self, "relevance_gate", gate)
         object.__setattr__(self, "keywords", tuple(self.keywords))
+
+    @cached_property
+    def constants(self) -> ScoringConstants:
+        """What every candidate's score reads of the request, worked out once."""
+        return ScoringConstants(
+            now=as_utc(self.now), exact_query=self.query.strip().lower() if self.query else "", gate=self.relevance_gate,
+            has_keywords=bool(self.keywords), dates=bool(self.query_dates) and self.profile == "engram",
+        )
 
     @cached_property
     def keyword_plan(self) -> KeywordPlan:
@@ -208,65 +227,52 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
 
 
 def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
-    """Score one candidate; nothing is rounded."""
-    w = req.weights
+    """Score one candidate; nothing is rounded. The per-request parts (the weights, the lowered
+    query, the tag denominator) are read once per request (`ScoringRequest.constants`): this runs
+    for each of the ~135 candidates of a recall."""
+    k = req.constants
     vector, keyword, metadata = _query_dependent(c, req)
     all_terms, non_entity_terms = _terms(c)
-    components: dict[str, float | bool] = {
-        "vector": vector,
-        "keyword": keyword,
-        "metadata": metadata,
-        "relation": float(c.relation),
-        # AutoMem leaves generated entities out of the tag component (its tests:
-        # "ignores_generated_entities_for_generic_tag_score").
-        "tag": tag_score(
-            req.keywords,
-            c.tags,
-            non_entity_terms,
-            token_cap=req.tag_token_cap,
-        ),
-        "importance": _number(c.importance),
-        "confidence": _number(c.confidence),
-        "recency": recency_score(c.timestamp, req.now, req.recency),
-        "exact": exact_from_terms(req.query, all_terms),
-        "relevance": _number(c.relevance_score),
-        "context": context_bonus(
-            req.context,
-            memory_id=c.id,
-            tags=c.tags,
-            type=c.type,
-            metadata_terms=all_terms,
-            content=c.content,
-        ),
-    }
+    # AutoMem leaves generated entities out of the tag component (its tests:
+    # "ignores_generated_entities_for_generic_tag_score").
+    tag = tag_score(req.keywords, c.tags, non_entity_terms, token_cap=req.tag_token_cap) if req.keywords else 0.0
+    exact = 1.0 if k.exact_query and k.exact_query in all_terms else 0.0  # exact_from_terms, the query lowered once
+    importance, confidence, relevance = _number(c.importance), _number(c.confidence), _number(c.relevance_score)
+    recency = recency_score(c.timestamp, k.now, req.recency)
+    context = 0.0 if req.context is None else context_bonus(
+        req.context, memory_id=c.id, tags=c.tags, type=c.type, metadata_terms=all_terms, content=c.content,
+    )
     # spec 000 "evidence (the strongest of the vector, keyword, metadata, and exact scores)".
-    evidence = max(vector, keyword, metadata, components["exact"])
-    components["evidence"] = evidence
+    evidence = max(vector, keyword, metadata, exact)
     # automem/config.py RECALL_RELEVANCE_GATE: with query keywords and evidence below the gate,
     # scale the query-independent components by evidence / gate (a ramp, not a cliff); the
     # context bonus is never gated.
-    gated = req.relevance_gate > 0 and bool(req.keywords) and evidence < req.relevance_gate
-    if gated:
-        scale = max(0.0, evidence) / req.relevance_gate
-        for name in GATED_COMPONENTS:
-            components[name] = float(components[name]) * scale
-    components["relevance_gated"] = gated
+    gated = k.gate > 0 and k.has_keywords and evidence < k.gate
+    if gated:  # GATED_COMPONENTS
+        scale = max(0.0, evidence) / k.gate
+        importance, confidence, recency, tag, relevance = importance * scale, confidence * scale, recency * scale, tag * scale, relevance * scale
+    components: dict[str, float | bool] = {
+        "vector": vector, "keyword": keyword, "metadata": metadata, "relation": float(c.relation), "tag": tag,
+        "importance": importance, "confidence": confidence, "recency": recency, "exact": exact, "relevance": relevance,
+        "context": context, "evidence": evidence, "relevance_gated": gated,
+    }
     date = 0.0
-    if req.query_dates and req.profile == "engram":
+    if k.dates:
         date = components["date"] = date_match(req.query_dates, c.date_terms)
+    w = req.weights
     final = (
         w.vector * vector
         + w.keyword * keyword
         + w.metadata * metadata
-        + w.exact * components["exact"]
-        + w.importance * components["importance"]
-        + w.confidence * components["confidence"]
-        + w.recency * components["recency"]
-        + w.tag * components["tag"]
+        + w.exact * exact
+        + w.importance * importance
+        + w.confidence * confidence
+        + w.recency * recency
+        + w.tag * tag
         + w.relation * components["relation"]
-        + w.relevance * components["relevance"]
+        + w.relevance * relevance
         + req.date_weight * date
-        + components["context"]
+        + context
     )
     return ScoredCandidate(c, final, components)
 

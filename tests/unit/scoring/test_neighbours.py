@@ -45,3 +45,25 @@ def test_the_list_is_resorted_and_the_bonus_reported():
     assert by["a"].components["neighbour"] == pytest.approx(0.18)
     assert "neighbour" not in by["x"].components
     assert by["a"].components["vector"] == 0.2  # the other components are kept
+
+
+@pytest.mark.parametrize(
+    "before, after, expected",
+    [
+        # Only the memory before counts: a (the reply) gains from q, q gains nothing from a.
+        (True, False, {"q": 0.9, "a": 0.28, "x": 0.15}),
+        # Only the memories after count: q gains from a, a gains nothing.
+        (False, True, {"q": 0.92, "a": 0.1, "x": 0.15}),
+        (False, False, {"q": 0.9, "a": 0.1, "x": 0.15}),
+    ],
+)
+def test_each_direction_alone(before, after, expected):
+    pool = [scored("q", 0.9), scored("a", 0.1), scored("x", 0.15)]
+    assert finals(neighbour_bonus(pool, {"a": "q"}, 0.2, before=before, after=after)) == expected
+
+
+def test_a_neighbour_scored_at_or_below_zero_gives_nothing():
+    pool = [scored("q", -0.5), scored("a", 0.1), scored("b", 0.0)]
+    out = {s.candidate.id: s for s in neighbour_bonus(pool, {"a": "q", "b": "a"}, 0.2)}
+    assert finals(list(out.values())) == {"q": -0.48, "a": 0.1, "b": 0.02}
+    assert "neighbour" not in out["a"].components  # q is below zero and b is zero: no bonus
