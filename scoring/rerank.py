@@ -28,7 +28,6 @@ from scoring.components import (
     as_utc,
     bm25_normalized,
     date_match,
-    exact_from_terms,
     keyword_points,
     keyword_share,
     metadata_score,

@@ -7,7 +7,7 @@ import pytest
 
 from scoring.context import build_context_profile
 from scoring.keywords import extract_keywords
-from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate
+from scoring.rerank import GATED_COMPONENTS, Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate
 from scoring.weights import Weights
 
 pytestmark = pytest.mark.unit
@@ -346,3 +346,14 @@ def test_thread_context_counts_in_the_engram_keyword_share_only():
     assert engram.components["keyword"] == pytest.approx(0.5 * (2 / 3))
     assert score_candidate(answer, request()).components["keyword"] == 0.0
     assert score_candidate(answer, request(profile="automem", thread_context_weight=0.5)).components["keyword"] == 0.0
+
+
+def test_the_gate_scales_exactly_the_gated_components():
+    # Every component non-zero, so a scaled one shows; half the gate's evidence halves each.
+    cand = gate_candidate(relevance_score=0.8, relation=0.5)
+    weights = dataclasses.replace(Weights(), relevance=0.3)
+    on = score_candidate(cand, request(GATE_QUERY, relevance_gate=0.2, weights=weights)).components
+    off = score_candidate(cand, request(GATE_QUERY, weights=weights)).components
+    changed = {k for k in off if k != "relevance_gated" and on[k] != off[k]}
+    assert changed == set(GATED_COMPONENTS)
+    assert all(on[k] == pytest.approx(off[k] * on["evidence"] / 0.2) for k in GATED_COMPONENTS)
