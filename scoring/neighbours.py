@@ -32,11 +32,11 @@ def neighbour_bonus(
     # The best score among each memory's neighbours in the pool (before any bonus).
     best: dict[str, float] = {}
     for mid, earlier in prev.items():
-        if not earlier or earlier == mid or mid not in score:
+        if not earlier or earlier == mid or mid not in score or earlier not in score:
             continue
-        if after and earlier in score and score[mid] > best.get(earlier, 0.0):
+        if after and score[mid] > best.get(earlier, 0.0):
             best[earlier] = score[mid]
-        if before and earlier in score and score[earlier] > best.get(mid, 0.0):
+        if before and score[earlier] > best.get(mid, 0.0):
             best[mid] = score[earlier]
     out = []
     for s in ranked:

@@ -108,8 +108,6 @@ class ScoringConstants:
 
     now: datetime  # timezone-aware
     exact_query: str  # the query lowered and stripped (the exact component)
-    gate: float
-    has_keywords: bool
     dates: bool  # the date component is scored
 
 
@@ -156,8 +154,8 @@ class ScoringRequest:
     def constants(self) -> ScoringConstants:
         """What every candidate's score reads of the request, worked out once."""
         return ScoringConstants(
-            now=as_utc(self.now), exact_query=self.query.strip().lower() if self.query else "", gate=self.relevance_gate,
-            has_keywords=bool(self.keywords), dates=bool(self.query_dates) and self.profile == "engram",
+            now=as_utc(self.now), exact_query=self.query.strip().lower() if self.query else "",
+            dates=bool(self.query_dates) and self.profile == "engram",
         )
 
     @cached_property
@@ -226,8 +224,8 @@ def _query_dependent(c: Candidate, req: ScoringRequest) -> tuple[float, float, f
 
 
 def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
-    """Score one candidate; nothing is rounded. The per-request parts (the weights, the lowered
-    query, the tag denominator) are read once per request (`ScoringRequest.constants`): this runs
+    """Score one candidate; nothing is rounded. What is the same for every candidate (the aware
+    `now`, the lowered query) is worked out once per request (`ScoringRequest.constants`): this runs
     for each of the ~135 candidates of a recall."""
     k = req.constants
     vector, keyword, metadata = _query_dependent(c, req)
@@ -246,9 +244,10 @@ def score_candidate(c: Candidate, req: ScoringRequest) -> ScoredCandidate:
     # automem/config.py RECALL_RELEVANCE_GATE: with query keywords and evidence below the gate,
     # scale the query-independent components by evidence / gate (a ramp, not a cliff); the
     # context bonus is never gated.
-    gated = k.gate > 0 and k.has_keywords and evidence < k.gate
+    gate = req.relevance_gate
+    gated = gate > 0 and bool(req.keywords) and evidence < gate
     if gated:  # GATED_COMPONENTS
-        scale = max(0.0, evidence) / k.gate
+        scale = max(0.0, evidence) / gate
         importance, confidence, recency, tag, relevance = importance * scale, confidence * scale, recency * scale, tag * scale, relevance * scale
     components: dict[str, float | bool] = {
         "vector": vector, "keyword": keyword, "metadata": metadata, "relation": float(c.relation), "tag": tag,

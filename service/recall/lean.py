@@ -9,9 +9,10 @@ ranking reads as `docvalue_fields`; the keyword component reads, instead of the 
 the query's stems the stems of the content and thread context hold (the write path stores them:
 service/memory/stems.py), found by a script field in the engine: a memory has ~20 stems a text,
 a query ~4, and every stem returned was one more string to decode and free. The memories that
-reach the page, and any written before those fields existed, get their stored source afterwards (`RecallService.hydrate`, one request). A lean hit's supersession summary
-(superseded_at, superseded_by, supersede_type) tells whether it is current; the stored memory is
-read only when its chain is resolved.
+reach the page, and any written before those fields existed, get their stored source afterwards
+(`RecallService.hydrate`, one request). A lean hit's supersession summary (superseded_at,
+superseded_by, supersede_type) tells whether it is current; the stored memory is read only when
+its chain is resolved.
 
 Pure: the arms' bodies and their hits read back.
 """
