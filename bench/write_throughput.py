@@ -18,8 +18,12 @@ metadata and timestamps; cycled when a run needs more); each text used once per 
 - concurrent: `--clients` threads POSTing single memories without pause: writes/s, p50 / p95;
 - batch: POST /memory/batch of 100, memories/s (embedding included), and the service's CPU per
   memory meanwhile (all its threads, /proc; the engine's too with --engine-pid, on a node of
-  its own: a shared node's CPU is everyone's).
-`--alone 0` / `--writes 0` skip those parts.
+  its own: a shared node's CPU is everyone's);
+- with enrichment on (a variant's ENRICHMENT_ENABLED=true): the batches' memories/s until the
+  background enrichment has caught up too (`enriched_per_s`, end to end), the CPU per memory over
+  that whole time, and the engine's time per memory by operation (`engine_ms`: index, query,
+  fetch, refresh, merge, get; /_nodes/_local/stats, so again only on a node of its own).
+`--alone 0` / `--writes 0` skip those parts. Each run's indices are dropped after it.
 Prints a table and writes bench/out/write_throughput.json with the load average of every run.
 """
 
@@ -32,14 +36,18 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from opensearchpy import OpenSearch
 
 from bench import corpus as C
 from bench.cpu import cpu_seconds
+from bench.locomo import wait_for_enrichment
 from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg, percentile
 
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 BASE_ENV = {"ENRICHMENT_ENABLED": "false", "CONSOLIDATION_TICK_SECONDS": "0"}
 VARIANTS = ("unbatched:EMBEDDING_WRITE_BATCHING=false", "batched-2ms:EMBEDDING_WRITE_BATCHING=true,EMBEDDING_BATCH_WINDOW_MS=2",
             "batched-0ms:EMBEDDING_WRITE_BATCHING=true,EMBEDDING_BATCH_WINDOW_MS=0")
@@ -62,6 +70,18 @@ def locomo_texts(n: int) -> list[dict]:
     return list(itertools.islice(itertools.cycle(turns), n))
 
 
+# /_nodes/_local/stats: the engine's time by operation (ms), and the operation each counts.
+ENGINE_OPS = {"index": ("indexing", "index_time_in_millis"), "query": ("search", "query_time_in_millis"),
+              "fetch": ("search", "fetch_time_in_millis"), "refresh": ("refresh", "total_time_in_millis"),
+              "merge": ("merges", "total_time_in_millis"), "get": ("get", "time_in_millis")}
+
+
+def engine_op_ms(engine) -> dict[str, int]:
+    """The local node's total time per operation so far (ms; every index of the node)."""
+    node = next(iter(engine.nodes.stats(node_id="_local", metric="indices")["nodes"].values()))
+    return {op: int(node["indices"][group][field]) for op, (group, field) in ENGINE_OPS.items()}
+
+
 def _ms(values: list[float]) -> dict:
     return {"p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1), "n": len(values)}
 
@@ -70,61 +90,93 @@ def run_variant(url: str, env: dict[str, str], texts: list[dict], *, alone: int,
                 engine_pid: int | None = None, prefix: str = "bench-wt") -> dict:
     feed = iter(texts)
     out: dict = {"load_before": load_avg()}
-    auth = {"Authorization": f"Bearer {TOKEN}"}
-    env = dict(env)
+    env = {**BASE_ENV, **env}
     root = Path(env.pop("ROOT", ROOT)).resolve()
-    svc = ServiceProcess(url, f"{prefix}-{uuid.uuid4().hex[:6]}", env={**BASE_ENV, **env}, tree=root)
-    with svc as base, httpx.Client(base_url=base, headers=auth, timeout=120) as http:
-        for _ in range(5):  # warm-up: model, connections, first refresh
-            assert http.post("/memory", json=next(feed)).status_code == 201
-        lat = []
-        for _ in range(alone):
-            started = time.perf_counter()
-            resp = http.post("/memory", json=next(feed))
-            lat.append((time.perf_counter() - started) * 1000)
-            assert resp.status_code == 201, resp.text
-        if alone:
-            out["alone_ms"] = _ms(lat)
-
-        lock, lat, todo = threading.Lock(), [], iter(list(itertools.islice(feed, writes)))
-
-        def writer() -> None:
-            with httpx.Client(base_url=base, headers=auth, timeout=120) as w:
-                while True:
-                    with lock:
-                        text = next(todo, None)
-                    if text is None:
-                        return
-                    started = time.perf_counter()
-                    resp = w.post("/memory", json=text)
-                    ms = (time.perf_counter() - started) * 1000
-                    assert resp.status_code == 201, resp.text
-                    with lock:
-                        lat.append(ms)
-
-        threads = [threading.Thread(target=writer) for _ in range(clients if writes else 0)]
-        started = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if writes:
-            out["concurrent_per_s"] = round(len(lat) / (time.perf_counter() - started), 1)
-            out["concurrent_ms"] = _ms(lat)
-
-        chunks = [list(itertools.islice(feed, 100)) for _ in range(batches)]
-        n = sum(map(len, chunks))
-        cpu = {"service": cpu_seconds(svc.proc.pid), "engine": cpu_seconds(engine_pid)}
-        started = time.perf_counter()
-        for chunk in chunks:
-            resp = http.post("/memory/batch", json={"memories": chunk})
-            assert resp.status_code == 201, resp.text
-        out["batch_per_s"] = round(n / (time.perf_counter() - started), 1)
-        for who, before in cpu.items():
-            after = cpu_seconds(svc.proc.pid if who == "service" else engine_pid)
-            if before is not None and after is not None and n:
-                out[f"batch_{who}_cpu_ms"] = round((after - before) / n * 1000, 2)
+    enriched = env["ENRICHMENT_ENABLED"].strip().lower() in ("1", "true", "yes", "on")
+    run_prefix = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    svc = ServiceProcess(url, run_prefix, env=env, tree=root)
+    engine = OpenSearch(hosts=[url], timeout=120)
+    try:
+        with svc as base, httpx.Client(base_url=base, headers=AUTH, timeout=120) as http:
+            for _ in range(5):  # warm-up: model, connections, first refresh
+                assert http.post("/memory", json=next(feed)).status_code == 201
+            out.update(single_writes(http, feed, alone=alone, clients=clients, writes=writes))
+            chunks = [list(itertools.islice(feed, 100)) for _ in range(batches)]
+            if any(chunks):
+                out.update(batch_writes(http, chunks, svc.proc.pid, engine_pid, engine if enriched else None))
+    finally:
+        C.drop_prefix(engine, run_prefix)
+        engine.close()
     out["load_after"] = load_avg()
+    return out
+
+
+def single_writes(http: httpx.Client, feed: Iterator[dict], *, alone: int, clients: int, writes: int) -> dict:
+    """POST /memory: `alone` one after another, then `writes` from `clients` threads at once."""
+    out: dict = {}
+    lat = []
+    for _ in range(alone):
+        started = time.perf_counter()
+        resp = http.post("/memory", json=next(feed))
+        lat.append((time.perf_counter() - started) * 1000)
+        assert resp.status_code == 201, resp.text
+    if alone:
+        out["alone_ms"] = _ms(lat)
+    if not writes:
+        return out
+    lock, lat, todo = threading.Lock(), [], iter(list(itertools.islice(feed, writes)))
+
+    def writer() -> None:
+        with httpx.Client(base_url=http.base_url, headers=AUTH, timeout=120) as w:
+            while True:
+                with lock:
+                    text = next(todo, None)
+                if text is None:
+                    return
+                started = time.perf_counter()
+                resp = w.post("/memory", json=text)
+                ms = (time.perf_counter() - started) * 1000
+                assert resp.status_code == 201, resp.text
+                with lock:
+                    lat.append(ms)
+
+    threads = [threading.Thread(target=writer) for _ in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out["concurrent_per_s"] = round(len(lat) / (time.perf_counter() - started), 1)
+    out["concurrent_ms"] = _ms(lat)
+    return out
+
+
+def batch_writes(http: httpx.Client, chunks: list[list[dict]], service_pid: int, engine_pid: int | None, engine) -> dict:
+    """POST /memory/batch of each chunk: memories/s and CPU per memory; with `engine` (enrichment on),
+    the same until enrichment has caught up, and the engine's time per memory by operation."""
+    out: dict = {}
+    n = sum(map(len, chunks))
+    pids = {"service": service_pid, "engine": engine_pid}
+    cpu = {who: cpu_seconds(pid) for who, pid in pids.items()}
+    ops_before = engine_op_ms(engine) if engine is not None else {}
+    started = time.perf_counter()
+
+    def figures(label: str) -> None:
+        out[f"{label}_per_s"] = round(n / (time.perf_counter() - started), 1)
+        for who, before in cpu.items():
+            after = cpu_seconds(pids[who])
+            if before is not None and after is not None:
+                out[f"{label}_{who}_cpu_ms"] = round((after - before) / n * 1000, 2)
+
+    for chunk in chunks:
+        resp = http.post("/memory/batch", json={"memories": chunk})
+        assert resp.status_code == 201, resp.text
+    figures("batch")
+    if engine is not None:
+        wait_for_enrichment(http)
+        figures("enriched")
+        ops_after = engine_op_ms(engine)
+        out["engine_ms"] = {op: round((ops_after[op] - ops_before[op]) / n, 2) for op in ENGINE_OPS}
     return out
 
 
@@ -176,7 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:14s} {med(name, 'alone_ms', 'p50'):9.1f} {med(name, 'alone_ms', 'p95'):6.1f} {med(name, 'concurrent_per_s'):12.1f} "
               f"{med(name, 'concurrent_ms', 'p50'):6.1f} {med(name, 'concurrent_ms', 'p95'):6.1f} {med(name, 'batch_per_s'):8.1f}"
               f" {med(name, 'batch_service_cpu_ms'):14.2f} {med(name, 'batch_engine_cpu_ms'):13.2f}")
-        print(f"{'':14s} batch/s per round: {[r['batch_per_s'] for r in runs[name]]}")
+        print(f"{'':14s} batch/s per round: {[r.get('batch_per_s') for r in runs[name]]}")
+        if any("enriched_per_s" in r for r in runs[name]):
+            ops = ", ".join(f"{op} {med(name, 'engine_ms', op):.2f}" for op in ENGINE_OPS)
+            print(f"{'':14s} until enriched: {med(name, 'enriched_per_s'):.1f} memories/s, CPU ms per memory service"
+                  f" {med(name, 'enriched_service_cpu_ms'):.2f} engine {med(name, 'enriched_engine_cpu_ms'):.2f};"
+                  f" engine ms per memory by operation: {ops}")
     loads = [r["load_before"][0] for rs in runs.values() for r in rs] + [r["load_after"][0] for rs in runs.values() for r in rs]
     print(f"load average (1 min) over the runs: {min(loads)}-{max(loads)}")
     return 0
