@@ -142,7 +142,9 @@ class Settings(BaseSettings):
     enrichment_enabled: bool = True  # false: no worker; new memories stay pending until it runs
     enrichment_workers: int = Field(default=2, ge=1, le=16)  # worker threads (each takes batches)
     enrichment_queue_size: int = Field(default=10_000, ge=1, le=1_000_000)  # bounded queue; overflow stays pending in the engine
-    enrichment_batch_size: int = Field(default=32, ge=1, le=500)  # memories read, searched and written together
+    # memories read, searched and written together; each batch refreshes the index once: batches of 100
+    # cost the engine ~30% less CPU per enriched memory than 32 (docs/perf/embedding.md, bench.write_throughput)
+    enrichment_batch_size: int = Field(default=100, ge=1, le=500)
     enrichment_max_attempts: int = Field(default=3, ge=1, le=100)
     enrichment_similarity_limit: int = Field(default=5, ge=0, le=50)  # SIMILAR_TO neighbours per memory
     enrichment_similarity_threshold: float = Field(default=0.8, ge=-1.0, le=1.0)  # cosine
