@@ -87,23 +87,3 @@ def with_cosine(arm: dict, vector: Sequence[float] | None) -> dict:
 
 def cosine_fields(vector: Sequence[float]) -> dict:
     return {"cosine": {"script": {"source": COSINE_SCRIPT, "params": {"query_value": list(vector)}}}}
-
-
-# Which of the query's stems a memory's stored stems hold (service/memory/stems.py), per field: a list,
-# or null when the memory has none stored (written before the field existed; `containsKey` is false
-# on an index whose mapping predates it). Returning only the matches, not every stem, took a LoCoMo
-# recall's response from 131 to 87 kB and its decode by ~0.8 ms, at no cost to the engine.
-STEM_MATCH_SCRIPT = (
-    "List out = new ArrayList(); Set want = new HashSet(params.stems); "
-    "for (String f : params.fields) { "
-    "if (!doc.containsKey(f) || doc[f].size() == 0) { out.add(null); continue; } "
-    "def d = doc[f]; List m = new ArrayList(); "
-    "for (int i = 0; i < d.size(); i++) { String v = d.get(i); if (want.contains(v)) { m.add(v); } } "
-    "out.add(m); } "
-    "return out;"
-)
-
-
-def stem_match_field(fields: Sequence[str], stems: Sequence[str]) -> dict:
-    """A script field whose values are, per field of `fields`, the `stems` it holds (or null)."""
-    return {"script": {"source": STEM_MATCH_SCRIPT, "params": {"fields": list(fields), "stems": list(stems)}}}

@@ -236,6 +236,6 @@ def parse_responses(arms: Sequence[tuple[str, dict]], responses: Sequence[dict])
                 mid = ids[0]
             hit = out.hits.get(mid)
             if hit is None:
-                hit = out.hits[mid] = Hit(mid, L.lean_source(h["fields"]) if lean else (h.get("_source") or {}))
+                hit = out.hits[mid] = Hit(mid, L.lean_source(h["fields"], h.get("matched_queries", ())) if lean else (h.get("_source") or {}))
             hit.absorb(h, name)
     return out

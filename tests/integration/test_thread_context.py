@@ -219,9 +219,9 @@ def test_a_memory_stored_before_the_stems_existed_is_scored_from_its_content(api
 
 
 def test_the_engine_returns_the_query_stems_a_memory_holds(api):
-    """The lean arms' script field (service/recall/lean.py) returns, per stems field, exactly the query's
-    stems among the stored ones: [] for a text without stems, null for no text; and a recall scores the
-    keyword share from them as from the texts."""
+    """The lean arms' named queries (service/recall/lean.py) give, per stems field, exactly the query's
+    stems among the stored ones: [] for a text without stems, absent for no text; and a recall scores
+    the keyword share from them as from the texts."""
     from scoring.keywords import stemmed_words
     from service.recall import lean as L
 
@@ -232,7 +232,7 @@ def test_the_engine_returns_the_query_stems_a_memory_holds(api):
     for stems in (("carolin", "group", "support"), ("paint", "zebra"), ("x",)):
         body = L.lean_body({"query": {"ids": {"values": list(texts)}}, "size": 10}, ("id",), stems)
         hits = api.app.state.client.search(index=api.app.state.memories.alias, body=body)["hits"]["hits"]
-        got = {h["fields"]["id"][0]: L.lean_source(h["fields"]) for h in hits}
+        got = {h["fields"]["id"][0]: L.lean_source(h["fields"], h.get("matched_queries", ())) for h in hits}
         for minute, mid in enumerate(texts):
             context = list(texts.values())[minute - 1] if minute else None
             assert set(got[mid]["content_stems"]) == stemmed_words(texts[mid]) & set(stems)

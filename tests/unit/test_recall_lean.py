@@ -84,15 +84,56 @@ def test_a_recall_reads_only_the_doc_values_its_ranking_needs(dates, times, thre
     assert set(L.FIELDS) - set(fields) == left_out and "id" in fields
     assert "archived" not in L.FIELDS  # no recall returns an archived memory
     assert "last_accessed" in fields  # access tracking: which of the page's memories the page read brings versions of
-    assert not set(L.STEM_FIELDS) & set(L.FIELDS)  # stems: only the query's, from the script field
+    assert not set(L.STEM_FIELDS) & set(L.FIELDS)  # stems: only the query's, named by the post filter
 
 
 def test_the_stems_asked_for_are_the_ones_the_keyword_share_tests():
     body = S.with_cosine({"size": 50, "query": {"match_all": {}}}, [0.1])
     lean = L.lean_body(body, ("id",), ("carolin", "group"))
-    assert lean["script_fields"]["cosine"] == body["script_fields"]["cosine"]  # the keyword arm keeps its cosine
-    assert lean["script_fields"][L.STEM_MATCHES]["script"]["params"] == {"fields": list(L.STEM_FIELDS), "stems": ["carolin", "group"]}
-    assert "script_fields" not in L.lean_body({"size": 5}, ("id",))  # no stems: no script
+    assert lean["script_fields"] == body["script_fields"]  # the keyword arm keeps its cosine, and no other script
+    assert lean["query"] == body["query"] and lean["post_filter"] == L.stem_match_filter(("carolin", "group"))
+    assert "post_filter" not in L.lean_body({"size": 5}, ("id",))  # no stems: nothing to name
+
+
+@pytest.mark.parametrize("stems, within, names", [
+    (("carolin",), None, ["c", "c:carolin", "x", "x:carolin"]),
+    (("a", "b:c"), None, ["c", "c:a", "c:b:c", "x", "x:a", "x:b:c"]),
+    (("a",), {"term": {"bank": "b"}}, ["c", "c:a", "x", "x:a"]),
+])
+def test_the_stem_filter_keeps_every_hit_and_names_each_stem_per_field(stems, within, names):
+    f = L.stem_match_filter(stems, within)["bool"]
+    assert f["filter"] == [within or {"match_all": {}}]  # filters nothing the arm (or its own post filter) kept
+    assert "must" not in f and "minimum_should_match" not in f  # the named clauses are optional
+    got = []
+    for clause in f["should"]:
+        (kind, spec), = clause.items()
+        if kind == "exists":
+            name = spec["_name"]
+            assert spec == {"field": {"c": "content_stems", "x": "context_stems"}[name], "_name": name}
+        else:
+            (field, term), = spec.items()
+            name = term["_name"]
+            assert kind == "term" and L.STEM_NAMES[field] == name[0] and term == {"value": name[2:], "_name": name}
+        got.append(name)
+    assert got == names
+
+
+@settings(max_examples=300, deadline=None)
+@given(stored=st.tuples(*[st.none() | st.lists(st.sampled_from(["", "a", "b:c", "c", "x:y", "carolin"]), unique=True, min_size=1)] * 2),
+       query=st.lists(st.sampled_from(["a", "b:c", "c", "x:y", "carolin", "group"]), unique=True, max_size=4))
+def test_the_named_matches_read_back_as_the_stored_stems_the_query_holds(stored, query):
+    """What the engine names for a memory (an `exists` per stems field it has, a `term` per query stem
+    that field holds) reads back as those stems; a field it lacks stays absent (read whole: predates).
+    A stored field is never empty: the write path writes [""] for a text without stems."""
+    matched = []
+    for field, values in zip(L.STEM_FIELDS, stored):
+        if values is not None:
+            name = L.STEM_NAMES[field]
+            matched += [name] + [f"{name}:{q}" for q in query if q in values]
+    source = L.lean_source({"id": ["m"]}, matched)
+    for field, values in zip(L.STEM_FIELDS, stored):
+        got = M.read_stems(source.get(field))
+        assert got == (None if values is None else frozenset(values) & frozenset(query))
 
 
 @settings(max_examples=200, deadline=None)
@@ -104,16 +145,18 @@ def test_query_stems_are_every_stem_the_plan_tests(keywords, idf):
     assert set(query_stems(keywords)) == tested and list(query_stems(keywords)) == sorted(tested)
 
 
-def lean_hit(mid: str, score: float, **fields) -> dict:
-    return {"_index": "i", "_score": score, "fields": {"id": [mid], **{k: v if isinstance(v, list) else [v] for k, v in fields.items()}}}
+def lean_hit(mid: str, score: float, matched: list[str] | None = None, **fields) -> dict:
+    hit = {"_index": "i", "_score": score, "fields": {"id": [mid], **{k: v if isinstance(v, list) else [v] for k, v in fields.items()}}}
+    return hit if matched is None else {**hit, "matched_queries": matched}
 
 
 def test_parse_responses_reads_lean_hits_and_keeps_a_stored_memory_another_arm_returned():
     arms = [("vector", {}), ("keyword", {}), ("metadata", {})]
     stored = {"content": "red car", "metadata": {"source": "x"}, "tags": ["t"]}
-    responses = [  # the script field: per stems field, the query's stems it holds, null for none stored
-        {"hits": {"hits": [lean_hit("a", 0.9, tags=["t"], stem_matches=[["car", "red"], []]), lean_hit("b", 0.8)]}},
-        {"hits": {"hits": [lean_hit("a", 3.0, stem_matches=[["car", "red"], []])]}},
+    matched = ["c", "c:car", "c:red", "x"]  # the post filter's names: content holds car and red; a context, none of them
+    responses = [
+        {"hits": {"hits": [lean_hit("a", 0.9, matched, tags=["t"]), lean_hit("b", 0.8)]}},
+        {"hits": {"hits": [lean_hit("a", 3.0, matched)]}},
         {"hits": {"hits": [{"_id": "b", "_score": 1.0, "_source": stored}]}},
         {"hits": {"hits": [{"_score": 1.0, "fields": {}}]}},  # no id: never a candidate
     ]
@@ -128,8 +171,8 @@ def test_parse_responses_reads_lean_hits_and_keeps_a_stored_memory_another_arm_r
 
 def test_a_memory_written_before_the_fields_is_read_whole():
     assert L.predates({L.LEAN: True, "id": "m"}, stems=True)  # no content_stems
-    assert L.predates(L.lean_source({"id": ["m"], L.STEM_MATCHES: [None, None]}), stems=True)
-    assert not L.predates(L.lean_source({"id": ["m"], L.STEM_MATCHES: [[], None]}), stems=True)  # stored, none of the query's
+    assert L.predates(L.lean_source({"id": ["m"]}, []), stems=True)  # neither stems field named
+    assert not L.predates(L.lean_source({"id": ["m"]}, ["c"]), stems=True)  # stored, none of the query's
     assert not L.predates({L.LEAN: True, "id": "m", "content_stems": [""]}, stems=True)
     assert not L.predates({L.LEAN: True, "id": "m"}, stems=False)
     assert L.predates({L.LEAN: True, "content_stems": ["x"], "metadata_terms": ["slack"]}, stems=True)  # no plain terms
@@ -178,10 +221,10 @@ def test_a_lean_hit_scores_as_its_stored_memory():
                   "metadata_terms": metadata_terms(metadata), "metadata_terms_plain": metadata_terms(metadata, include_entities=False),
                   }
     keywords = ("caroline", "support", "group", "slack", "painted")
-    want = set(query_stems(keywords))  # what the engine's script field returns of the stored stems
-    doc_values[L.STEM_MATCHES] = [[s for s in written[f] if s in want] for f in L.STEM_FIELDS]
+    want = set(query_stems(keywords))  # what the engine names of the stored stems (lean.stem_match_filter)
+    matched = [n for f in L.STEM_FIELDS for n in [L.STEM_NAMES[f]] + [f"{L.STEM_NAMES[f]}:{s}" for s in written[f] if s in want]]
     full = retrieval.Hit("m", stored, cosine=0.6, arms={"vector"})
-    lean = retrieval.Hit("m", L.lean_source(doc_values), cosine=0.6, arms={"vector"})
+    lean = retrieval.Hit("m", L.lean_source(doc_values, matched), cosine=0.6, arms={"vector"})
     req = ScoringRequest(query="did caroline go to the slack support group she painted", keywords=keywords, now=NOW,
                          idf={"caroline": 2.0, "support": 1.0}, thread_context_weight=0.5, relevance_gate=0.3)
     a, b = score_candidate(full.candidate("vector"), req), score_candidate(lean.candidate("vector"), req)
