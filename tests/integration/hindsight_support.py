@@ -50,11 +50,11 @@ def app_client(engine_url: str, embedder, os_client, **overrides):
         values = dict(opensearch_url=engine_url, index_prefix=prefix, automem_api_token=TOKEN, admin_api_token=ADMIN, enrichment_enabled=False)
         values.update(overrides)
         client = TestClient(create_app(Settings(**values), embedder=embedder), raise_server_exceptions=False)
-        with client:
-            client.headers.update(AUTH)
-            try:
+        try:
+            with client:  # the app stops before its store is dropped: a running one would log the missing indices
+                client.headers.update(AUTH)
                 yield client
-            finally:
-                drop_prefix(os_client, prefix)
+        finally:
+            drop_prefix(os_client, prefix)
 
     return run()
