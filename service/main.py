@@ -112,37 +112,39 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         # One of each for every bank: each call names its bank (service/api/scope.py resolves it per request).
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
-        state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
+        writer = state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
         await anyio.to_thread.run_sync(lambda: warn_other_models(state.memories, model.short_name))
-        state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
-        await anyio.to_thread.run_sync(state.backfill.start)
+        backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
+        await anyio.to_thread.run_sync(backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
         state.associations = AssociationService(state.memories, state.edges)
         state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
-        state.events = EventBus(cfg.stream_queue_size)
-        state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
-        state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=state.events.on_event, serving=foreground.active)
+        events = state.events = EventBus(cfg.stream_queue_size)
+        observability = state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
+        enrichment = state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=events.on_event, serving=foreground.active)
         if cfg.enrichment_enabled:
-            await anyio.to_thread.run_sync(state.enrichment.start)
+            await anyio.to_thread.run_sync(enrichment.start)
         state.banks = BankRegistry(client, cfg)
-        state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, state.writer, state.events.publish, banks=state.banks.all_banks)
-        state.consolidation.start()
+        consolidation = state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, writer, events.publish, banks=state.banks.all_banks)
+        consolidation.start()
         # Async retains answered before a stop or a crash, and not yet stored, are resumed first.
-        state.hindsight_operations = RetainOperations(OperationStore(client, cfg.operations_alias), state.writer, state.memories,
-                                                      bank_emitter(state.events, state.enrichment, state.observability))
-        state.hindsight_operations.start()
+        operations = state.hindsight_operations = RetainOperations(OperationStore(client, cfg.operations_alias), writer, state.memories,
+                                                                   bank_emitter(events, enrichment, observability))
+        operations.start()
         redact_access_log()
         log.info("engram %s ready: memories=%s model=%s (%d dims, %s)", __version__, cfg.memories_alias, model.short_name, model.dimension, getattr(model, "backend", "?"))
         try:
             yield
         finally:
-            await anyio.to_thread.run_sync(state.hindsight_operations.stop)
-            await anyio.to_thread.run_sync(state.backfill.stop)
-            await anyio.to_thread.run_sync(state.enrichment.stop)
-            state.consolidation.stop()
-            await anyio.to_thread.run_sync(state.observability.stop)
-            await anyio.to_thread.run_sync(state.writer.close)
-            state.events.close()
+            # What this run started, not what app.state holds now: a second run of the lifespan on the
+            # same app (a test serving an app a TestClient already started) replaces app.state's.
+            await anyio.to_thread.run_sync(operations.stop)
+            await anyio.to_thread.run_sync(backfill.stop)
+            await anyio.to_thread.run_sync(enrichment.stop)
+            consolidation.stop()
+            await anyio.to_thread.run_sync(observability.stop)
+            await anyio.to_thread.run_sync(writer.close)
+            events.close()
             client.close()
 
     app = FastAPI(
