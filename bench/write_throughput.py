@@ -33,7 +33,6 @@ import argparse
 import itertools
 import json
 import statistics
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,11 +40,12 @@ from pathlib import Path
 
 import httpx
 from opensearchpy import OpenSearch
+from pydantic import TypeAdapter
 
 from bench import corpus as C
 from bench.cpu import cpu_seconds
 from bench.locomo import wait_for_enrichment
-from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg, percentile
+from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg, percentile, run_load
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 BASE_ENV = {"ENRICHMENT_ENABLED": "false", "CONSOLIDATION_TICK_SECONDS": "0"}
@@ -92,7 +92,7 @@ def run_variant(url: str, env: dict[str, str], texts: list[dict], *, alone: int,
     out: dict = {"load_before": load_avg()}
     env = {**BASE_ENV, **env}
     root = Path(env.pop("ROOT", ROOT)).resolve()
-    enriched = env["ENRICHMENT_ENABLED"].strip().lower() in ("1", "true", "yes", "on")
+    enriched = TypeAdapter(bool).validate_python(env["ENRICHMENT_ENABLED"])  # read as the service's Settings read it
     run_prefix = f"{prefix}-{uuid.uuid4().hex[:6]}"
     svc = ServiceProcess(url, run_prefix, env=env, tree=root)
     engine = OpenSearch(hosts=[url], timeout=120)
@@ -124,29 +124,13 @@ def single_writes(http: httpx.Client, feed: Iterator[dict], *, alone: int, clien
         out["alone_ms"] = _ms(lat)
     if not writes:
         return out
-    lock, lat, todo = threading.Lock(), [], iter(list(itertools.islice(feed, writes)))
 
-    def writer() -> None:
-        with httpx.Client(base_url=http.base_url, headers=AUTH, timeout=120) as w:
-            while True:
-                with lock:
-                    text = next(todo, None)
-                if text is None:
-                    return
-                started = time.perf_counter()
-                resp = w.post("/memory", json=text)
-                ms = (time.perf_counter() - started) * 1000
-                assert resp.status_code == 201, resp.text
-                with lock:
-                    lat.append(ms)
+    def write(text: dict) -> None:
+        resp = http.post("/memory", json=text)  # httpx.Client is thread-safe: one pooled connection per thread
+        assert resp.status_code == 201, resp.text
 
-    threads = [threading.Thread(target=writer) for _ in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    out["concurrent_per_s"] = round(len(lat) / (time.perf_counter() - started), 1)
+    lat, _, wall = run_load(write, list(itertools.islice(feed, writes)), clients)
+    out["concurrent_per_s"] = round(len(lat) / wall, 1)
     out["concurrent_ms"] = _ms(lat)
     return out
 

@@ -41,8 +41,7 @@ FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance
 FLOAT_DECIMALS = 7
 LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
 NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
-STEM_FIELDS: tuple[str, ...] = (CONTENT_STEMS, CONTEXT_STEMS)
-# The names of stem_match_filter's queries: per stems field, "<name>" when the memory has the field and
+# The stems fields and the names of stem_match_filter's queries: per field, "<name>" when the memory has it and
 # "<name>:<stem>" per query stem it holds. No arm names a query of its own.
 STEM_NAMES: dict[str, str] = {CONTENT_STEMS: "c", CONTEXT_STEMS: "x"}
 

@@ -84,7 +84,7 @@ def test_a_recall_reads_only_the_doc_values_its_ranking_needs(dates, times, thre
     assert set(L.FIELDS) - set(fields) == left_out and "id" in fields
     assert "archived" not in L.FIELDS  # no recall returns an archived memory
     assert "last_accessed" in fields  # access tracking: which of the page's memories the page read brings versions of
-    assert not set(L.STEM_FIELDS) & set(L.FIELDS)  # stems: only the query's, named by the post filter
+    assert not set(L.STEM_NAMES) & set(L.FIELDS)  # stems: only the query's, named by the post filter
 
 
 def test_the_stems_asked_for_are_the_ones_the_keyword_share_tests():
@@ -126,12 +126,12 @@ def test_the_named_matches_read_back_as_the_stored_stems_the_query_holds(stored,
     that field holds) reads back as those stems; a field it lacks stays absent (read whole: predates).
     A stored field is never empty: the write path writes [""] for a text without stems."""
     matched = []
-    for field, values in zip(L.STEM_FIELDS, stored):
+    for field, values in zip(L.STEM_NAMES, stored):
         if values is not None:
             name = L.STEM_NAMES[field]
             matched += [name] + [f"{name}:{q}" for q in query if q in values]
     source = L.lean_source({"id": ["m"]}, matched)
-    for field, values in zip(L.STEM_FIELDS, stored):
+    for field, values in zip(L.STEM_NAMES, stored):
         got = M.read_stems(source.get(field))
         assert got == (None if values is None else frozenset(values) & frozenset(query))
 
@@ -222,7 +222,7 @@ def test_a_lean_hit_scores_as_its_stored_memory():
                   }
     keywords = ("caroline", "support", "group", "slack", "painted")
     want = set(query_stems(keywords))  # what the engine names of the stored stems (lean.stem_match_filter)
-    matched = [n for f in L.STEM_FIELDS for n in [L.STEM_NAMES[f]] + [f"{L.STEM_NAMES[f]}:{s}" for s in written[f] if s in want]]
+    matched = [n for f in L.STEM_NAMES for n in [L.STEM_NAMES[f]] + [f"{L.STEM_NAMES[f]}:{s}" for s in written[f] if s in want]]
     full = retrieval.Hit("m", stored, cosine=0.6, arms={"vector"})
     lean = retrieval.Hit("m", L.lean_source(doc_values, matched), cosine=0.6, arms={"vector"})
     req = ScoringRequest(query="did caroline go to the slack support group she painted", keywords=keywords, now=NOW,
