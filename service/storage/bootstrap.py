@@ -25,6 +25,9 @@ log = logging.getLogger("engram.bootstrap")
 
 # Shipped inside the package (package data in pyproject.toml), so a wheel install finds them too.
 TEMPLATES = resources.files("index_templates")
+# Creating an index, putting a template and waiting for health are cluster-state changes: on a busy
+# node they take seconds, longer than the OPENSEARCH_TIMEOUT a deployment may set for its searches.
+CLUSTER_CHANGE_TIMEOUT_S = 60
 
 
 class DocumentEmbedder(Protocol):
@@ -86,11 +89,12 @@ def ensure_index(
     step = migrations.plan(state, version, dimension)
     if step.action != "newer":  # an older template never replaces the one a newer version put
         with engine_errors(f"apply index template {alias}"):
-            client.indices.put_index_template(name=alias, body={"index_patterns": [f"{alias}-v*"], "version": version, "template": body})
+            client.indices.put_index_template(name=alias, body={"index_patterns": [f"{alias}-v*"], "version": version, "template": body},
+                                              request_timeout=CLUSTER_CHANGE_TIMEOUT_S)
     if step.action == "create":
         index = f"{alias}-v{migrations.next_generation(client, alias)}"
         with engine_errors(f"create {index}"):
-            client.indices.create(index=index, body={"aliases": {alias: {"is_write_index": True}}})
+            client.indices.create(index=index, body={"aliases": {alias: {"is_write_index": True}}}, request_timeout=CLUSTER_CHANGE_TIMEOUT_S)
         log.info("created index %s behind alias %s", index, alias)
         return index
     assert current is not None and state is not None
@@ -136,7 +140,8 @@ def ensure_indices(client: OpenSearch, settings: Settings, dimension: int, *, em
     if stored != dimension:
         raise EngramError(f"index {memories} stores {stored}-dimensional vectors but the embedding model gives {dimension}")
     with engine_errors("wait for index health"):
-        client.cluster.health(index=[settings.memories_alias, settings.edges_alias], wait_for_status="yellow")
+        client.cluster.health(index=[settings.memories_alias, settings.edges_alias], wait_for_status="yellow",
+                              request_timeout=CLUSTER_CHANGE_TIMEOUT_S)
 
 
 def drop_prefix(client: OpenSearch, prefix: str) -> None:

@@ -4,8 +4,10 @@ the session's node."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
+import time
 from urllib.parse import urlsplit
 
 
@@ -23,6 +25,7 @@ class EngineProxy:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._slow: tuple[re.Pattern[bytes], float] | None = None
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -41,12 +44,15 @@ class EngineProxy:
                 continue
             with self._lock:
                 self._open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, outbound in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pipe, args=(a, b, outbound), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
         try:
             while data := src.recv(65536):
+                slow = self._slow
+                if outbound and slow is not None and slow[0].match(data):
+                    time.sleep(slow[1])
                 dst.sendall(data)
         except OSError:
             pass
@@ -56,6 +62,11 @@ class EngineProxy:
                     s.close()
                 except OSError:
                     pass
+
+    def slow_down(self, request: bytes, seconds: float) -> None:
+        """Hold each request whose start matches the regex `request` for `seconds` before the engine
+        sees it: a busy node, for that kind of request."""
+        self._slow = (re.compile(request), seconds)
 
     def cut(self) -> None:
         self._up.clear()

@@ -74,10 +74,13 @@ def test_startup_recall_reads_the_requests_bank_with_the_tokens_permissions(scop
 
 
 def wait_enriched(api, bank: str, mid: str, timeout: float = 90.0) -> None:
+    """The memory reads as enriched and the worker has finished its batch: the memory is stored as
+    done before the batch's edges are written and its outcome counted in the status."""
     deadline = time.monotonic() + timeout
     while (api.get(f"/memory/{mid}", headers={"X-Bank": bank}).json()["memory"].get("enrichment") or {}).get("status") != "done":
         assert time.monotonic() < deadline, f"{mid} was not enriched"
         time.sleep(0.1)
+    settled(api, timeout)
 
 
 def test_enrichment_status_names_no_memory_of_another_bank(make_client):
