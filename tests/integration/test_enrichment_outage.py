@@ -21,7 +21,7 @@ def test_an_outage_is_two_log_lines_and_costs_no_attempts(make_client, engine_ur
     proxy = EngineProxy(engine_url)
     try:
         api = make_client(opensearch_url=proxy.url, enrichment_enabled=True, enrichment_idle_sleep_seconds=0.1,
-                          opensearch_timeout=2, enrichment_batch_size=2)
+                          opensearch_timeout=10, enrichment_batch_size=2)
         worker = api.app.state.enrichment
         settle(api)
         with caplog.at_level(logging.INFO, logger="engram.enrichment"):
