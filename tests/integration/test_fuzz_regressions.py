@@ -32,9 +32,10 @@ def raw_request(base: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.fixture
 def live(make_client):
-    """A running server (the production HTTP options) for the app of a test client."""
+    """A running server (the production HTTP options) for the app of a test client. The client has
+    started the app already: the server does not run its lifespan a second time."""
     api = make_client()
-    with serve(api.app, **SERVER_OPTIONS) as base:
+    with serve(api.app, lifespan="off", **SERVER_OPTIONS) as base:
         yield api, base
 
 
