@@ -3,6 +3,8 @@ describe the local pipeline (rules and gazetteers: no language model, no paid AP
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,6 +40,37 @@ class EnrichmentStats:
         out["busy_seconds"] = round(self.busy_seconds, 3)
         out["paced_seconds"] = round(self.paced_seconds, 3)
         return out
+
+
+# The status fields that name one memory (or its error): reported for the asking bank only.
+BANK_FIELDS = ("last_success_id", "last_success_at", "last_error", "last_error_at")
+
+
+class Tally:
+    """The worker threads' shared EnrichmentStats, and each bank's last success and error
+    (GET /enrichment/status names no memory of another bank), behind one lock."""
+
+    def __init__(self) -> None:
+        self.stats = EnrichmentStats()
+        self._last: dict[str, dict[str, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, bank: str | None = None, last: Mapping[str, str | None] | None = None, **counts: float) -> None:
+        """Add `counts` to the stats' fields; with `bank`, record `last` as that bank's last outcome."""
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self.stats, name, getattr(self.stats, name) + value)
+            if bank is not None and last:
+                self._last.setdefault(bank, {}).update(last)
+
+    def totals(self, *names: str) -> dict[str, Any]:
+        with self._lock:
+            return {name: getattr(self.stats, name) for name in names}
+
+    def report(self, bank: str) -> dict[str, Any]:
+        """The stats, with the last success and error of `bank` only."""
+        with self._lock:
+            return {**self.stats.to_dict(), **dict.fromkeys(BANK_FIELDS), **self._last.get(bank, {})}
 
 
 def local_pipeline_status() -> dict[str, Any]:

@@ -31,7 +31,7 @@ from service.enrichment.extractor import Gazetteer, extract_entities, load_gazet
 from service.enrichment.jobs import Job, JobQueue
 from service.enrichment.outage import Outage
 from service.errors import EngineUnavailable
-from service.enrichment.stats import local_pipeline_status, EnrichmentStats
+from service.enrichment.stats import Tally, local_pipeline_status
 from service.enrichment.pacing import pause_after
 from service.storage.bootstrap import add_field_mapping
 from service.storage.edges import EdgeStore
@@ -49,8 +49,6 @@ SCAN_MAX = 10_000
 # An idle worker looks for pending memories this often even without a known backlog: the bulk
 # importer and other service replicas write memories this process was never told about.
 IDLE_SCAN_SECONDS = 60.0
-# The status fields that name one memory (or its error): reported for the asking bank only.
-BANK_FIELDS = ("last_success_id", "last_success_at", "last_error", "last_error_at")
 
 
 def _now() -> str:
@@ -80,10 +78,8 @@ class EnrichmentWorker:
         self.edges = EdgeStore(edges.client, edges.alias, refresh="false")
         self.gazetteer = gazetteer
         self.on_event: EventCallback = on_event or _no_event
-        self.stats = EnrichmentStats()
-        # The last success and error of each bank: GET /enrichment/status names no memory of another bank.
-        self._last: dict[str, dict[str, str | None]] = {}
-        self._lock = threading.Lock()  # the stats, shared by the worker threads
+        self.tally = Tally()  # the stats, shared by the worker threads
+        self.stats = self.tally.stats
         self.jobs = JobQueue(settings.enrichment_queue_size, on_drop=self._dropped)
         self._sequence_lock = threading.Lock()  # PRECEDED_BY planning + commit, one batch at a time
         self._dirty = False  # enrichment writes not yet visible to searches
@@ -135,8 +131,7 @@ class EnrichmentWorker:
         return self.jobs.put(ids, forced=forced, attempt=attempt, requeue=requeue)
 
     def _dropped(self) -> None:
-        with self._lock:
-            self.stats.dropped += 1
+        self.tally.add(dropped=1)
 
     def scan(self) -> int:
         """Queue pending memories from the engine, oldest first, as many as the queue has room for."""
@@ -183,8 +178,7 @@ class EnrichmentWorker:
                 self._failed(jobs, exc)
             finally:
                 took = time.perf_counter() - started
-                with self._lock:
-                    self.stats.busy_seconds += took
+                self.tally.add(busy_seconds=took)
                 self.jobs.done(jobs)
             if away is not None:
                 for job in jobs:
@@ -195,8 +189,7 @@ class EnrichmentWorker:
                 rest = pause_after(took, self.settings.enrichment_duty_while_serving)
                 if rest > 0:
                     self._stop.wait(rest)
-                    with self._lock:
-                        self.stats.paced_seconds += rest
+                    self.tally.add(paced_seconds=rest)
 
     # --- one batch ------------------------------------------------------------------------------
     def process(self, jobs: Sequence[Job]) -> None:
@@ -308,11 +301,8 @@ class EnrichmentWorker:
             self._retry(jobs[s.id], "the memory kept changing while it was enriched")
         self._write_edges(bank, subjects, committed, similar, links, repoint)
         for s in committed.values():
-            found = entities[s.id]
-            with self._lock:
-                self.stats.entities += sum(len(v) for v in found.values())
-                self.stats.similar_edges += len(similar.get(s.id, ()))
-                self.stats.preceded_edges += int(s.id in preceded)
+            self.tally.add(entities=sum(len(v) for v in entities[s.id].values()), similar_edges=len(similar.get(s.id, ())),
+                           preceded_edges=int(s.id in preceded))
             self._complete(jobs[s.id], skipped=False, bank=bank)
 
     def _replan(self, conflicted: list[plan.Subject], jobs: dict[str, Job]) -> list[plan.Subject]:
@@ -327,12 +317,10 @@ class EnrichmentWorker:
                 self._complete(jobs.pop(s.id), skipped=True)
                 continue
             if new is not None and new.fingerprint == s.fingerprint:
-                with self._lock:
-                    self.stats.conflicts_replanned += 1
+                self.tally.add(conflicts_replanned=1)
                 again.append(plan.Subject(s.id, new.source, new.vector, new.seq_no, new.primary_term))
                 continue
-            with self._lock:
-                self.stats.cancelled += 1
+            self.tally.add(cancelled=1)
             job = jobs.pop(s.id)
             elapsed = int((time.perf_counter() - job.started) * 1000)
             self.on_event("enrichment.complete", {"memory_id": s.id, "success": False, "elapsed_ms": elapsed, "skipped": True, "cancelled": True})
@@ -345,8 +333,7 @@ class EnrichmentWorker:
             return
         taken_back = write_edges(self.memories, self.edges, bank, plan_edges(subjects, committed, similar, links, repoint), _now())
         if taken_back:
-            with self._lock:
-                self.stats.edges_taken_back += taken_back
+            self.tally.add(edges_taken_back=taken_back)
 
     def _note_seen(self, subject: plan.Subject) -> None:
         """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every
@@ -368,14 +355,10 @@ class EnrichmentWorker:
     # --- outcomes -------------------------------------------------------------------------------
     def _complete(self, job: Job, *, skipped: bool, bank: str | None = None) -> None:
         elapsed = int((time.perf_counter() - job.started) * 1000)
-        with self._lock:
-            self.stats.processed_total += 1
-            if skipped:
-                self.stats.skipped += 1
-            else:
-                self.stats.successes += 1
-                if bank is not None:
-                    self._last.setdefault(bank, {}).update(last_success_id=job.memory_id, last_success_at=_now())
+        if skipped:
+            self.tally.add(processed_total=1, skipped=1)
+        else:
+            self.tally.add(bank, {"last_success_id": job.memory_id, "last_success_at": _now()}, processed_total=1, successes=1)
         self.on_event("enrichment.complete", {"memory_id": job.memory_id, "success": True, "elapsed_ms": elapsed, "skipped": skipped})
 
     def _failed(self, jobs: Sequence[Job], exc: Exception) -> None:
@@ -388,9 +371,7 @@ class EnrichmentWorker:
         attempts = job.attempt + 1
         will_retry = attempts < self.settings.enrichment_max_attempts
         now = _now()
-        with self._lock:
-            self.stats.processed_total += 1
-            self.stats.failures += 1
+        self.tally.add(processed_total=1, failures=1)
         elapsed = int((time.perf_counter() - job.started) * 1000)
         self.on_event("enrichment.failed", {"memory_id": job.memory_id, "error": error[:100], "attempt": attempts,
                                             "elapsed_ms": elapsed, "will_retry": will_retry})
@@ -398,8 +379,8 @@ class EnrichmentWorker:
             found = self._read([job.memory_id]).get(job.memory_id)
             current = found.source if found is not None else None
             if current is not None:
-                with self._lock:  # the error is of this memory's bank (a batch fails bank by bank)
-                    self._last.setdefault(self._bank_of(current), {}).update(last_error=error[:500], last_error_at=now)
+                # The error is of this memory's bank (a batch fails bank by bank).
+                self.tally.add(self._bank_of(current), {"last_error": error[:500], "last_error_at": now})
                 state = plan.failure_state(current.get("enrichment"), attempts=attempts, error=error, now=now, final=not will_retry)
                 self.memories.bulk(self._bank_of(current), [{"_op_type": "update", "_index": self.memories.alias, "_id": job.memory_id, "doc": {"enrichment": state}}],
                                    "record enrichment failure", refresh="false")
@@ -434,18 +415,14 @@ class EnrichmentWorker:
     def queue_counts(self) -> dict[str, int]:
         """The queue and the worker's totals without an engine call (read by GET /metrics at each scrape)."""
         _, inflight = self.jobs.counts()
-        with self._lock:
-            stats = self.stats
-            totals = {"successes": stats.successes, "failures": stats.failures, "skipped": stats.skipped,
-                      "cancelled": stats.cancelled, "dropped": stats.dropped}
+        totals = self.tally.totals("successes", "failures", "skipped", "cancelled", "dropped")
         return {"queue_size": self.jobs.size(), "queue_capacity": self.jobs.capacity, "inflight": inflight, **totals}
 
     def status(self, bank: str) -> dict[str, Any]:
         """The worker's state: its queue and totals (it serves every bank), the last success and error
         of `bank` only, and `stored`: the enrichment states of `bank`'s memories."""
         pending, inflight = self.jobs.counts()
-        with self._lock:
-            stats = {**self.stats.to_dict(), **dict.fromkeys(BANK_FIELDS), **self._last.get(bank, {})}
+        stats = self.tally.report(bank)
         resp = self.memories.search(plan.status_counts_body(bank))
         buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
         return {
