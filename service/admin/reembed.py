@@ -1,8 +1,8 @@
 """POST /admin/reembed (spec 003: Admin): new vectors for memories the configured model did not make.
 
 Every memory records the model of its vector (`embedding_model`; none for a vector a client sent).
-Without `force` only memories whose model differs from the configured one are re-embedded, so a
-second call finds nothing to do; with `force` all are. AutoMem's order: newest first, `limit` caps
+Without `force` only memories whose model differs from the configured one, or that have no vector
+(`stale_query`), are re-embedded, so a second call finds nothing to do; with `force` all are. AutoMem's order: newest first, `limit` caps
 the number attempted, `batch_size` (at most 100) texts per embedding call and per bulk request.
 
 A re-embedding is an update of the vector and its model only, by a script that does nothing when
@@ -63,10 +63,17 @@ class ReembedResult:
 
 
 def stale_query(bank: str, model: str, *, force: bool) -> dict:
-    """The memories to re-embed: all of the bank with `force`, else those another model (or none) made."""
+    """The memories to re-embed: all of the bank with `force`, else those another model (or none) made,
+    and those that have no vector at all. The index keeps vectors out of `_source`, so an update made
+    in the engine directly (OpenSearch Dashboards, a script) re-indexes the memory without its vector
+    and leaves `embedding_model` as it was; recall's vector arm no longer finds it."""
     query: dict = {"bool": {"filter": [{"term": {"bank": bank}}]}}
     if not force:
-        query["bool"]["must_not"] = [{"term": {"embedding_model": model}}]
+        query["bool"]["should"] = [
+            {"bool": {"must_not": [{"term": {"embedding_model": model}}]}},
+            {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}},
+        ]
+        query["bool"]["minimum_should_match"] = 1
     return query
 
 

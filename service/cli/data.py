@@ -211,7 +211,7 @@ def restore_command(
 def reembed_command(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=100, help="texts per embedding call and bulk request")] = 32,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="at most this many memories, newest first", show_default=False)] = None,
-    force: Annotated[bool, typer.Option("--force", help="re-embed every memory, not only those another model (or none) embedded")] = False,
+    force: Annotated[bool, typer.Option("--force", help="re-embed every memory, not only those another model (or none) embedded or that have no vector")] = False,
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None, api: ApiOpt = None, token: TokenOpt = None, admin_token: AdminTokenOpt = None,
     no_progress: NoProgressOpt = False, as_json: JsonOpt = False,
 ) -> None:

@@ -56,6 +56,22 @@ def test_only_memories_of_another_model_unless_forced(api, os_client, embedder):
     assert (forced["processed"], forced["total"], forced["batch_size"]) == (6, 6, 4)
 
 
+def test_a_memory_that_lost_its_vector_in_the_engine_is_reembedded(api, os_client, embedder):
+    """An update made in the engine directly (as OpenSearch Dashboards makes one) re-indexes the memory
+    from `_source`, which holds no vector: its model is still recorded, its vector is gone."""
+    ids = populate(api)
+    reembed(api)  # the client's vector: now the model's too, so nothing else is stale
+    alias = api.app.state.settings.memories_alias
+    os_client.update(index=alias, id=ids["backup"], body={"doc": {"importance": 0.7}}, refresh=True)
+    assert api.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0] is None
+    assert models(api, os_client)[ids["backup"]] == embedder.short_name
+    body = reembed(api)
+    assert (body["processed"], body["total"]) == (1, 1)
+    vector = api.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0]
+    assert vector == pytest.approx(embedder.embed_documents(["The nightly backup moved to 03:00 UTC."])[0], abs=1e-5)
+    assert reembed(api)["processed"] == 0
+
+
 def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, embedder):
     ids = populate(api)
     reembed(api)

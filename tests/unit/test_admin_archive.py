@@ -78,5 +78,9 @@ def test_tar_stream_reads_back(tmp_path):
 
 
 def test_stale_query():
-    assert stale_query("b", "m", force=False) == {"bool": {"filter": [{"term": {"bank": "b"}}], "must_not": [{"term": {"embedding_model": "m"}}]}}
+    assert stale_query("b", "m", force=False) == {"bool": {
+        "filter": [{"term": {"bank": "b"}}],
+        "should": [{"bool": {"must_not": [{"term": {"embedding_model": "m"}}]}}, {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}}],
+        "minimum_should_match": 1,
+    }}
     assert stale_query("b", "m", force=True) == {"bool": {"filter": [{"term": {"bank": "b"}}]}}
