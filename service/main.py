@@ -39,7 +39,7 @@ from service.storage.operations import OperationStore
 from service.stream import EventBus
 from service.writes.backfill import Backfill
 from service.writes.writer import MemoryWriter
-from service.admin.reembed import warn_other_models
+from service.admin.reembed import warn_stale_vectors
 
 log = logging.getLogger("engram")
 
@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         writer = state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
-        await anyio.to_thread.run_sync(lambda: warn_other_models(state.memories, model.short_name))
+        await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name))
         backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
         await anyio.to_thread.run_sync(backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)

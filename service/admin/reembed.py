@@ -138,16 +138,33 @@ def other_models(store: MemoryStore, model: str) -> dict[str, int]:
     return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
 
 
-def warn_other_models(store: MemoryStore, model: str) -> None:
-    """One start-up warning when stored vectors come from another model or EMBEDDING_BACKEND; never fails the start."""
+def without_vectors(store: MemoryStore) -> dict[str, int]:
+    """Memories per bank that have no vector (an update made in the engine directly drops it: `stale_query`):
+    recall's vector arm cannot find them until they are re-embedded."""
+    body = {
+        "size": 0, "track_total_hits": False, "query": {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}},
+        "aggs": {"banks": {"terms": {"field": "bank", "size": 20}}},
+    }
+    return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
+
+
+def warn_stale_vectors(store: MemoryStore, model: str) -> None:
+    """Start-up warnings when stored vectors come from another model or EMBEDDING_BACKEND, or are missing;
+    never fails the start."""
     try:
-        banks = other_models(store, model)
+        banks, missing = other_models(store, model), without_vectors(store)
     except EngramError as exc:
-        log.warning("could not check the stored vectors' model: %s", exc.message)
+        log.warning("could not check the stored vectors: %s", exc.message)
         return
     if banks:
         listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(banks.items()))
         log.warning(
             "memories in banks %s have vectors of another embedding model or backend than %s; recall mixes the two until "
             "they are re-embedded: POST /admin/reembed (per bank) or `engram reembed`, or set EMBEDDING_BACKEND back", listed, model,
+        )
+    if missing:
+        listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(missing.items()))
+        log.warning(
+            "memories in banks %s have no vector (updated in the engine directly?); recall finds them by keyword only until "
+            "they are re-embedded: POST /admin/reembed (per bank) or `engram reembed`", listed,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 
 def mem(api, content: str, **fields) -> str:
     resp = api.post("/memory", json={"content": content, **fields})
@@ -35,6 +37,15 @@ def assert_error(resp, code: int, *fragments: str) -> None:
     assert body["status"] == "error" and body["code"] == code, body
     for fragment in fragments:
         assert fragment in body["message"], body["message"]
+
+
+def settled(api, timeout: float = 90.0) -> None:
+    """The enrichment worker has nothing queued or in flight, three looks in a row."""
+    worker, deadline, quiet = api.app.state.enrichment, time.monotonic() + timeout, 0
+    while quiet < 3:
+        assert time.monotonic() < deadline, f"enrichment did not settle: {worker.jobs.counts()} (queued, in flight)"
+        quiet = quiet + 1 if worker.idle() else 0
+        time.sleep(0.05)
 
 
 def fast_api(make_client):

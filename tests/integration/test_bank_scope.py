@@ -11,7 +11,7 @@ import pytest
 
 from service.auth.tokens import hash_token
 from tests.conftest import ADMIN
-from tests.integration.support import assert_error
+from tests.integration.support import assert_error, settled
 
 # Tokens scoped away from the default bank (issue 22: six of them, remember-only and admin-only among them).
 TOKENS = {
@@ -95,15 +95,6 @@ def test_enrichment_status_names_no_memory_of_another_bank(make_client):
     wait_enriched(api, "default", d1)
     assert api.get("/enrichment/status").json()["stats"]["last_success_id"] == d1
     assert api.get("/enrichment/status", headers={"X-Bank": "b"}).json()["stats"]["last_success_id"] == b1
-
-
-def settled(api, timeout: float = 90.0) -> None:
-    """The enrichment worker has nothing queued or in flight, three looks in a row."""
-    worker, deadline, quiet = api.app.state.enrichment, time.monotonic() + timeout, 0
-    while quiet < 3:
-        assert time.monotonic() < deadline, "enrichment did not settle"
-        quiet = quiet + 1 if worker.idle() else 0
-        time.sleep(0.05)
 
 
 def test_deleting_a_bank_removes_its_recall_ledger_and_recall_log(make_client, os_client):

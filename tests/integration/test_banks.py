@@ -7,7 +7,6 @@ import gzip
 import io
 import json
 import tarfile
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -16,7 +15,7 @@ from service.api.signet.dedupe import agent_of
 from service.auth.tokens import hash_token
 from tests.conftest import TOKEN
 from tests.integration.route_matrix import calls, guarded_routes
-from tests.integration.support import assert_error, ids, mem, recall
+from tests.integration.support import assert_error, ids, mem, recall, settled
 
 A_TOKEN, READ_A_TOKEN, ALL_TOKEN = "token-for-bank-a", "read-only-bank-a", "token-for-every-bank"
 
@@ -128,15 +127,6 @@ def readable(resp) -> str:
             out.append((gzip.decompress(data) if member.name.endswith(".gz") else data).decode("utf-8", "replace"))
     assert out, "an archive without members"
     return "\n".join(out)
-
-
-def settled(api, timeout: float = 90.0) -> None:
-    """Enrichment has nothing queued or in flight, three looks in a row."""
-    worker, deadline, quiet = api.app.state.enrichment, time.monotonic() + timeout, 0
-    while quiet < 3:
-        assert time.monotonic() < deadline, worker.status(OTHER)
-        quiet = quiet + 1 if worker.idle() else 0
-        time.sleep(0.05)
 
 
 def snapshot(api, ids: dict) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from service.admin.reembed import _batch, ReembedResult
 from service.storage import transfer
 from tests.integration.admin_support import ADMIN_HEADERS, HashEmbedder, populate, unit
-from tests.integration.support import assert_error, fast_api
+from tests.integration.support import assert_error, fast_api, settled
 from tests.integration.test_migrations import restart
 
 
@@ -61,6 +61,7 @@ def test_a_memory_that_lost_its_vector_in_the_engine_is_reembedded(api, os_clien
     from `_source`, which holds no vector: its model is still recorded, its vector is gone."""
     ids = populate(api)
     reembed(api)  # the client's vector: now the model's too, so nothing else is stale
+    settled(api)  # enrichment rewrites its memories with their vectors: let it finish first
     alias = api.app.state.settings.memories_alias
     os_client.update(index=alias, id=ids["backup"], body={"doc": {"importance": 0.7}}, refresh=True)
     assert api.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0] is None
@@ -70,6 +71,26 @@ def test_a_memory_that_lost_its_vector_in_the_engine_is_reembedded(api, os_clien
     vector = api.app.state.memories.vectors("default", [ids["backup"]])[ids["backup"]][0]
     assert vector == pytest.approx(embedder.embed_documents(["The nightly backup moved to 03:00 UTC."])[0], abs=1e-5)
     assert reembed(api)["processed"] == 0
+
+
+def test_memories_without_a_vector_are_warned_at_start_until_reembedded(api, os_client, embedder, caplog):
+    ids = populate(api)
+    reembed(api)
+    settled(api)  # enrichment rewrites its memories with their vectors: let it finish first
+    alias = api.app.state.settings.memories_alias
+    for name in ("pg", "old"):
+        os_client.update(index=alias, id=ids[name], body={"doc": {"importance": 0.55}}, refresh=True)  # not a no-op: neither has 0.55
+
+    def warnings() -> list[str]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="engram.reembed"):
+            restart(api, embedder).__exit__(None, None, None)
+        return [r.getMessage() for r in caplog.records if r.name == "engram.reembed"]
+
+    warned = warnings()
+    assert len(warned) == 1 and "banks default (2) have no vector" in warned[0] and "POST /admin/reembed" in warned[0]
+    assert reembed(api)["processed"] == 2
+    assert warnings() == []
 
 
 def test_a_changed_model_of_the_same_size_reembeds_everything(api, os_client, embedder):
