@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from service.clock.instants import iso, parse_iso_datetime
-from service.graph.registry import SUPERSEDING_TYPES, AssociationError, relation_type
+from service.graph.registry import SUPERSEDING_TYPES, Association, AssociationError, relation_type
 from service.memory import codec
 
 SUPERSESSION_FIELDS = ("supersessions", "superseded_at", "superseded_by", "supersede_type")
@@ -86,24 +86,12 @@ def check_supersessions(value: Any) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class EdgeRecord:
-    """A validated edge to write: ends, type, strength, its own properties and (when known) its times."""
+class EdgeRecord(Association):
+    """A validated edge to write: an association (ends, type, strength, its own properties) and, when
+    known, its times."""
 
-    source_id: str
-    target_id: str
-    type: str
-    strength: float
-    properties: dict[str, Any] = field(default_factory=dict)
     created_at: str | None = None
     updated_at: str | None = None
-
-    @property
-    def edge_id(self) -> str:
-        return f"{self.source_id}|{self.type}|{self.target_id}"
-
-    @property
-    def supersedes(self) -> bool:
-        return self.type in SUPERSEDING_TYPES
 
 
 def _unit(name: str, value: Any) -> float:

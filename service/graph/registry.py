@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.clock.instants import parse_iso_datetime
+from service.storage.edges import edge_id
 
 # The 11 authorable types, each with the optional properties AutoMem stores on the edge
 # (spec 003; AutoMem config.py RELATIONSHIP_TYPES "properties").
@@ -57,7 +58,7 @@ class Association:
 
     @property
     def edge_id(self) -> str:
-        return f"{self.source_id}|{self.type}|{self.target_id}"
+        return edge_id(self.source_id, self.type, self.target_id)
 
     @property
     def supersedes(self) -> bool:
