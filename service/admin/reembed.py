@@ -127,32 +127,30 @@ def _batch(store: MemoryStore, bank: str, embedder, docs: list[transfer.Doc], re
             result.processed += 1
 
 
-def other_models(store: MemoryStore, model: str) -> dict[str, int]:
-    """Memories per bank whose vector another model (or backend) made: until they are re-embedded,
-    recall compares this model's query vectors with theirs. Vectors a client sent (no model) are not counted."""
+def stale_vectors(store: MemoryStore, model: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Memories per bank, in one request: (those whose vector another model or backend made, those
+    without a vector). Until they are re-embedded, recall compares this model's query vectors with the
+    first's and cannot find the second by vector (an update made in the engine directly drops it:
+    `stale_query`). Vectors a client sent (no model) are not counted."""
+    by_bank = {"banks": {"terms": {"field": "bank", "size": 20}}}
     body = {
         "size": 0, "track_total_hits": False,
-        "query": {"bool": {"filter": [{"exists": {"field": "embedding_model"}}], "must_not": [{"term": {"embedding_model": model}}]}},
-        "aggs": {"banks": {"terms": {"field": "bank", "size": 20}}},
+        "aggs": {
+            "other": {"filter": {"bool": {"filter": [{"exists": {"field": "embedding_model"}}], "must_not": [{"term": {"embedding_model": model}}]}},
+                      "aggs": by_bank},
+            "missing": {"filter": {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}}, "aggs": by_bank},
+        },
     }
-    return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
-
-
-def without_vectors(store: MemoryStore) -> dict[str, int]:
-    """Memories per bank that have no vector (an update made in the engine directly drops it: `stale_query`):
-    recall's vector arm cannot find them until they are re-embedded."""
-    body = {
-        "size": 0, "track_total_hits": False, "query": {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}},
-        "aggs": {"banks": {"terms": {"field": "bank", "size": 20}}},
-    }
-    return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
+    aggs = store.search(body)["aggregations"]
+    other, missing = ({b["key"]: b["doc_count"] for b in aggs[name]["banks"]["buckets"]} for name in ("other", "missing"))
+    return other, missing
 
 
 def warn_stale_vectors(store: MemoryStore, model: str) -> None:
     """Start-up warnings when stored vectors come from another model or EMBEDDING_BACKEND, or are missing;
     never fails the start."""
     try:
-        banks, missing = other_models(store, model), without_vectors(store)
+        banks, missing = stale_vectors(store, model)
     except EngramError as exc:
         log.warning("could not check the stored vectors: %s", exc.message)
         return

@@ -154,7 +154,10 @@ def test_reembed_command_against_the_engine(api, capsys):
 
 
 def test_a_change_of_model_or_backend_is_warned_at_start_until_reembedded(api, embedder, caplog):
-    from service.admin.reembed import other_models
+    from service.admin.reembed import stale_vectors
+
+    def other_models(store, model):
+        return stale_vectors(store, model)[0]
 
     populate(api)  # five memories embedded by the configured model, one with a client's vector
     hashed = HashEmbedder(384, "hash-384")  # what a change of EMBEDDING_BACKEND looks like: another model id, same size
