@@ -418,6 +418,13 @@ class EnrichmentWorker:
         totals = self.tally.totals("successes", "failures", "skipped", "cancelled", "dropped")
         return {"queue_size": self.jobs.size(), "queue_capacity": self.jobs.capacity, "inflight": inflight, **totals}
 
+    def health(self) -> dict[str, Any]:
+        """AutoMem's `enrichment` block of /health, without an engine call."""
+        pending, inflight = self.jobs.counts()
+        totals = self.tally.totals("successes", "failures")
+        return {"status": "running" if self.running else "stopped", "queue_depth": self.jobs.size(), "pending": pending,
+                "inflight": inflight, "processed": totals["successes"], "failed": totals["failures"]}
+
     def status(self, bank: str) -> dict[str, Any]:
         """The worker's state: its queue and totals (it serves every bank), the last success and error
         of `bank` only, and `stored`: the enrichment states of `bank`'s memories."""

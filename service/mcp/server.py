@@ -204,7 +204,8 @@ async def check_database_health(client: EngramClient, args: dict[str, Any], sett
     if engine:
         lines.append(f"OpenSearch: {'connected' if engine.get('connected') else 'not connected'}"
                      + (f" ({engine['cluster_status']})" if engine.get("cluster_status") else ""))
-    for key, label in (("memory_count", "Memory count"), ("edge_count", "Edge count"), ("version", "Version"), ("timestamp", "Timestamp")):
+    for key, label in (("memory_count", "Memory count"), ("vector_count", "Vector count"), ("sync_status", "Sync status"), ("edge_count", "Edge count"),
+                       ("version", "Version"), ("timestamp", "Timestamp")):
         if body.get(key) is not None:
             lines.append(f"{label}: {body[key]}")
     if (body.get("embedding") or {}).get("model"):

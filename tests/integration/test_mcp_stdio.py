@@ -151,6 +151,7 @@ def test_health(engram):
     assert result.structured_content["status"] == "healthy" and result.structured_content["backend"] == "engram"
     assert result.structured_content["statistics"]["opensearch"]["connected"] is True
     assert text(result).startswith("✅ Engram Health Status\n\nStatus: healthy\nBackend: engram")
+    assert result.structured_content["statistics"]["sync_status"] == "synced" and "\nSync status: synced\n" in text(result)
     down = with_mcp(engram, lambda s: s.call_tool("check_database_health", {}), AUTOMEM_ENDPOINT="http://127.0.0.1:9")
     assert not down.is_error and down.structured_content["status"] == "error"
     assert "cannot reach Engram at http://127.0.0.1:9" in down.structured_content["error"]

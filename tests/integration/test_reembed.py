@@ -73,6 +73,31 @@ def test_a_memory_that_lost_its_vector_in_the_engine_is_reembedded(api, os_clien
     assert reembed(api)["processed"] == 0
 
 
+def test_health_reports_memories_without_a_vector_as_drift_until_reembedded(make_client, os_client):
+    """AutoMem's /health compares its graph's memory count with its vector store's: here, the default
+    bank's memories with the number of them that have a vector (RECALL_EXCLUDED_TYPES out of both).
+    Default settings: enrichment on, and its block of /health reports it."""
+    api = make_client(write_refresh="true", enrichment_enabled=True)
+    ids = populate(api)
+    api.post("/memory", json={"content": "A consolidation summary.", "type": "MetaPattern"})  # internal: counted in neither
+    reembed(api)
+    settled(api)  # enrichment rewrites its memories with their vectors: let it finish first
+    health = api.get("/health").json()
+    n = health["memory_count"]
+    assert (health["status"], health["vector_count"], health["sync_status"]) == ("healthy", n, "synced") and n == len(ids)
+    enrichment = health["enrichment"]
+    assert enrichment["status"] == "running" and enrichment["processed"] > 0
+    assert (enrichment["queue_depth"], enrichment["pending"], enrichment["inflight"], enrichment["failed"]) == (0, 0, 0, 0)
+    alias = api.app.state.settings.memories_alias
+    os_client.update(index=alias, id=ids["pg"], body={"doc": {"importance": 0.55}}, refresh=True)  # strips its vector
+    health = api.get("/health").json()
+    assert (health["status"], health["memory_count"], health["vector_count"], health["sync_status"]) == ("degraded", n, n - 1, "drift_detected")
+    assert api.get("/ready").status_code == 200  # a restart would not fix it: orchestrators leave it be
+    assert reembed(api)["processed"] == 1
+    health = api.get("/health").json()
+    assert (health["status"], health["vector_count"], health["sync_status"]) == ("healthy", n, "synced")
+
+
 def test_memories_without_a_vector_are_warned_at_start_until_reembedded(api, os_client, embedder, caplog):
     ids = populate(api)
     reembed(api)

@@ -1,4 +1,10 @@
-"""GET /health (AutoMem clients read `status` and `memory_count`) and GET /ready (for orchestrators).
+"""GET /health (AutoMem's: `status`, `memory_count`, `vector_count`, `sync_status`, `enrichment`) and
+GET /ready (for orchestrators).
+
+/health is "degraded" while the engine is unreachable or red, or while memories of the default bank
+have no vector (`sync_status` "drift_detected", as AutoMem reports a vector store behind its graph):
+recall finds those by keyword only until `engram reembed` restores them. /ready ignores that drift: an
+orchestrator restarting the service would not fix it.
 
 Both are open and answer fast whatever the engine does: the engine check runs on threads of its own
 (a frozen engine can block every handler thread; health must not queue behind them) and gets
@@ -18,13 +24,13 @@ from opensearchpy.exceptions import ConnectionTimeout
 from service.api.responses import SafeJSONResponse as JSONResponse  # never fails on odd echoed input
 
 from service import __version__
-from service.api.deps import ClientDep, EdgesDep, EmbedderDep, SettingsDep, StoreDep
+from service.api.deps import ClientDep, EdgesDep, EmbedderDep, EnrichmentDep, SettingsDep, StoreDep
 from service.api.errors import error_body
 from service.config import Settings
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.filters.clauses import count_query
-from service.storage.health import cluster_health
+from service.storage.health import cluster_health, memory_counts, memory_counts_body, sync_status
 from service.clock.instants import iso, utcnow
 
 router = APIRouter(tags=["health"])
@@ -51,8 +57,9 @@ async def _engine(settings: SettingsDep, client: ClientDep, memories: StoreDep, 
 def _probe(engine: Engine) -> dict:
     settings = engine.settings
     timeout = settings.health_timeout_seconds
-    query = count_query(settings.default_bank, settings.excluded_types)
-    return {**cluster_health(engine.client, timeout), "memory_count": engine.memories.count(query), "edge_count": engine.edges.count(settings.default_bank)}
+    # RECALL_EXCLUDED_TYPES apply to both counts (spec 000 "Internal Artifact Type Exclusion").
+    memories, vectors = memory_counts(engine.memories.search(memory_counts_body(count_query(settings.default_bank, settings.excluded_types))))
+    return {**cluster_health(engine.client, timeout), "memory_count": memories, "vector_count": vectors, "edge_count": engine.edges.count(settings.default_bank)}
 
 
 async def _check(engine: Engine) -> tuple[dict | None, str | None]:
@@ -74,17 +81,20 @@ async def _check(engine: Engine) -> tuple[dict | None, str | None]:
 # HEAD too: uptime monitors and load balancers probe with it (the body is not sent).
 @router.get("/health")
 @router.head("/health", include_in_schema=False)
-async def health(engine: Annotated[Engine, Depends(_engine)], embedder: EmbedderDep) -> dict:
+async def health(engine: Annotated[Engine, Depends(_engine)], embedder: EmbedderDep, enrichment: EnrichmentDep) -> dict:
     settings = engine.settings
     body: dict = {
         "status": "healthy",
         "timestamp": iso(utcnow()),
         "version": __version__,
         "memory_count": None,
+        "vector_count": None,
+        "sync_status": sync_status(None, None),
         "edge_count": None,
         "opensearch": {"connected": False, "cluster_status": None, "memories_index": settings.memories_alias},
         "embedding": {"model": embedder.short_name, "vector_size": embedder.dimension},
         "vector_size": embedder.dimension,
+        "enrichment": enrichment.health(),
     }
     probe, problem = await _check(engine)
     if probe is None:
@@ -92,8 +102,9 @@ async def health(engine: Annotated[Engine, Depends(_engine)], embedder: Embedder
         body["opensearch"]["error"] = problem
         return body
     body["opensearch"].update(connected=True, cluster_status=probe["cluster_status"], cluster_name=probe["cluster_name"])
-    body["memory_count"], body["edge_count"] = probe["memory_count"], probe["edge_count"]
-    if probe["cluster_status"] == "red":
+    body["memory_count"], body["vector_count"], body["edge_count"] = probe["memory_count"], probe["vector_count"], probe["edge_count"]
+    body["sync_status"] = sync_status(probe["memory_count"], probe["vector_count"])
+    if probe["cluster_status"] == "red" or body["sync_status"] == "drift_detected":
         body["status"] = "degraded"
     return body
 
