@@ -154,6 +154,10 @@ class Settings(BaseSettings):
     # Share of the time each worker thread works while the API serves clients (a request in the last
     # second); the rest it waits, so a backlog does not take the engine from recalls. 1: never waits.
     enrichment_duty_while_serving: float = Field(default=0.5, gt=0, le=1)
+    # AutoMem's background sync worker (names and defaults of its config.py): memories without a vector
+    # are re-embedded at start-up and then every interval (service/admin/vector_repair.py).
+    sync_auto_repair: bool = True
+    sync_check_interval_seconds: int = Field(default=3600, ge=1, le=31_536_000)
 
     # --- consolidation, event stream, startup-recall (spec 003; names and defaults are AutoMem's
     # automem/config.py). Intervals of 0 disable a task's schedule; thresholds of 0.0 disable

@@ -40,6 +40,7 @@ from service.stream import EventBus
 from service.writes.backfill import Backfill
 from service.writes.writer import MemoryWriter
 from service.admin.reembed import warn_stale_vectors
+from service.admin.vector_repair import VectorRepair
 
 log = logging.getLogger("engram")
 
@@ -113,7 +114,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         writer = state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
-        await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name))
+        await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name, missing_too=not cfg.sync_auto_repair))
+        repair = state.vector_repair = VectorRepair(state.memories, model, interval_s=cfg.sync_check_interval_seconds, excluded_types=cfg.excluded_types)
+        if cfg.sync_auto_repair:
+            repair.start()
         backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
         await anyio.to_thread.run_sync(backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)
@@ -140,6 +144,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             # same app (a test serving an app a TestClient already started) replaces app.state's.
             await anyio.to_thread.run_sync(operations.stop)
             await anyio.to_thread.run_sync(backfill.stop)
+            await anyio.to_thread.run_sync(repair.stop)
             await anyio.to_thread.run_sync(enrichment.stop)
             consolidation.stop()
             await anyio.to_thread.run_sync(observability.stop)

@@ -14,12 +14,13 @@ always wins. A model with another vector size never gets here: start-up migrates
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.embedding import EmbeddingError
 from service.errors import EngramError
+from service.filters import clauses as C
 from service.storage import transfer
 from service.storage.memories import MemoryStore
 
@@ -62,16 +63,19 @@ class ReembedResult:
         return out
 
 
-def stale_query(bank: str, model: str, *, force: bool) -> dict:
+def stale_query(bank: str, model: str, *, force: bool, only_missing: bool = False, excluded_types: Sequence[str] = ()) -> dict:
     """The memories to re-embed: all of the bank with `force`, else those another model (or none) made,
     and those that have no vector at all. The index keeps vectors out of `_source`, so an update made
     in the engine directly (OpenSearch Dashboards, a script) re-indexes the memory without its vector
-    and leaves `embedding_model` as it was; recall's vector arm no longer finds it."""
+    and leaves `embedding_model` as it was; recall's vector arm no longer finds it. `only_missing`:
+    those without a vector only, not of `excluded_types` (the drift repair's, service/admin/vector_repair.py)."""
     query: dict = {"bool": {"filter": [{"term": {"bank": bank}}]}}
-    if not force:
+    if only_missing:
+        query["bool"]["must_not"] = [C.HAS_VECTOR, *([{"terms": {"type": list(excluded_types)}}] if excluded_types else [])]
+    elif not force:
         query["bool"]["should"] = [
             {"bool": {"must_not": [{"term": {"embedding_model": model}}]}},
-            {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}},
+            {"bool": {"must_not": [C.HAS_VECTOR]}},
         ]
         query["bool"]["minimum_should_match"] = 1
     return query
@@ -79,12 +83,13 @@ def stale_query(bank: str, model: str, *, force: bool) -> dict:
 
 def reembed(
     store: MemoryStore, bank: str, embedder, *, batch_size: int = 32, limit: int | None = None, force: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None, only_missing: bool = False, excluded_types: Sequence[str] = (),
 ) -> ReembedResult:
+    """`only_missing`, `excluded_types`: the drift repair's selection (`stale_query`)."""
     batch_size = max(1, min(batch_size, MAX_BATCH))
     model = embedder.short_name
     result = ReembedResult(model, embedder.dimension, batch_size)
-    query = stale_query(bank, model, force=force)
+    query = stale_query(bank, model, force=force, only_missing=only_missing, excluded_types=excluded_types)
     for page in transfer.scan(store.client, store.alias, query=query, sort=ORDER, excludes=("embedding", "metadata")):
         if limit is not None:
             page = page[: max(0, limit - result.total)]
@@ -138,7 +143,7 @@ def stale_vectors(store: MemoryStore, model: str) -> tuple[dict[str, int], dict[
         "aggs": {
             "other": {"filter": {"bool": {"filter": [{"exists": {"field": "embedding_model"}}], "must_not": [{"term": {"embedding_model": model}}]}},
                       "aggs": by_bank},
-            "missing": {"filter": {"bool": {"must_not": [{"exists": {"field": "embedding"}}]}}, "aggs": by_bank},
+            "missing": {"filter": {"bool": {"must_not": [C.HAS_VECTOR]}}, "aggs": by_bank},
         },
     }
     aggs = store.search(body)["aggregations"]
@@ -146,9 +151,9 @@ def stale_vectors(store: MemoryStore, model: str) -> tuple[dict[str, int], dict[
     return other, missing
 
 
-def warn_stale_vectors(store: MemoryStore, model: str) -> None:
-    """Start-up warnings when stored vectors come from another model or EMBEDDING_BACKEND, or are missing;
-    never fails the start."""
+def warn_stale_vectors(store: MemoryStore, model: str, *, missing_too: bool = True) -> None:
+    """Start-up warnings when stored vectors come from another model or EMBEDDING_BACKEND, or are missing
+    (unless `missing_too` is false: the drift repair re-embeds those and says so); never fails the start."""
     try:
         banks, missing = stale_vectors(store, model)
     except EngramError as exc:
@@ -160,7 +165,7 @@ def warn_stale_vectors(store: MemoryStore, model: str) -> None:
             "memories in banks %s have vectors of another embedding model or backend than %s; recall mixes the two until "
             "they are re-embedded: POST /admin/reembed (per bank) or `engram reembed`, or set EMBEDDING_BACKEND back", listed, model,
         )
-    if missing:
+    if missing and missing_too:
         listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(missing.items()))
         log.warning(
             "memories in banks %s have no vector (updated in the engine directly?); recall finds them by keyword only until "

@@ -39,6 +39,11 @@ def ids_query(bank: str, ids: Sequence[str]) -> dict:
     return {"bool": {"filter": [{"term": {"bank": bank}}, {"ids": {"values": list(ids)}}]}}
 
 
+# A memory with a vector. One without has lost it to an update made in the engine directly (the index
+# keeps vectors out of `_source`): /health counts those, the drift repair and re-embedding find them.
+HAS_VECTOR: dict = {"exists": {"field": "embedding"}}
+
+
 def count_query(bank: str, excluded_types: Sequence[str] = ()) -> dict:
     """The bank's memories, without internal artifact types (/health's memory_count)."""
     return {"bool": {"filter": [{"term": {"bank": bank}}], "must_not": [{"terms": {"type": list(excluded_types)}}] if excluded_types else []}}

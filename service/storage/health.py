@@ -7,6 +7,8 @@ from typing import Literal
 
 from opensearchpy import OpenSearch
 
+from service.filters.clauses import HAS_VECTOR
+
 SyncStatus = Literal["synced", "drift_detected", "unknown"]
 _VECTORS = "vectors"
 
@@ -22,7 +24,7 @@ def memory_counts_body(query: dict) -> dict:
     """The memories `query` selects, and how many of them have a vector, in one size-0 search. A memory
     has none when an update made in the engine directly re-indexed it without (the index keeps vectors
     out of `_source`): recall's vector arm cannot find it until `engram reembed` restores it."""
-    return {"size": 0, "query": query, "track_total_hits": True, "aggs": {_VECTORS: {"filter": {"exists": {"field": "embedding"}}}}}
+    return {"size": 0, "query": query, "track_total_hits": True, "aggs": {_VECTORS: {"filter": HAS_VECTOR}}}
 
 
 def memory_counts(response: dict) -> tuple[int, int]:

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from service.admin import vector_repair
 from service.admin.reembed import _batch, ReembedResult
 from service.storage import transfer
 from tests.integration.admin_support import ADMIN_HEADERS, HashEmbedder, populate, unit
@@ -98,6 +100,30 @@ def test_health_reports_memories_without_a_vector_as_drift_until_reembedded(make
     assert (health["status"], health["vector_count"], health["sync_status"]) == ("healthy", n, "synced")
 
 
+def test_the_sync_worker_reembeds_memories_without_a_vector(make_client, os_client, embedder, monkeypatch):
+    """Default settings but the interval (AutoMem's sync worker: SYNC_AUTO_REPAIR on): memories stripped
+    of their vector get it back at the next check, a page of them at a time; an internal type is left
+    out, as AutoMem's repair leaves it."""
+    monkeypatch.setattr(vector_repair, "PAGE", 1)  # two stripped memories: two checks, the second soon after the first
+    api = make_client(write_refresh="true", enrichment_enabled=True, sync_check_interval_seconds=1)
+    ids = populate(api)
+    internal = api.post("/memory", json={"content": "A consolidation summary.", "type": "MetaPattern"}).json()["memory_id"]
+    reembed(api)
+    settled(api)  # enrichment rewrites its memories with their vectors: let it finish first
+    alias = api.app.state.settings.memories_alias
+    for mid in (ids["pg"], ids["old"], internal):
+        os_client.update(index=alias, id=mid, body={"doc": {"importance": 0.55}}, refresh=True)  # strips the vector
+    deadline = time.monotonic() + 60
+    while api.get("/health").json()["sync_status"] != "synced":
+        assert time.monotonic() < deadline, "the sync worker did not repair the drift"
+        time.sleep(0.2)
+    vectors = api.app.state.memories.vectors("default", [ids["pg"], ids["old"], internal])
+    for name, content in (("pg", "Chose PostgreSQL over MongoDB for the primary database."), ("old", "Deployments run on Fridays.")):
+        assert vectors[ids[name]][0] == pytest.approx(embedder.embed_documents([content])[0], abs=1e-5)
+    assert vectors[internal][0] is None
+    assert api.get(f"/memory/{ids['pg']}").json()["memory"]["importance"] == 0.55  # only the vector changed
+
+
 def test_memories_without_a_vector_are_warned_at_start_until_reembedded(api, os_client, embedder, caplog):
     ids = populate(api)
     reembed(api)
@@ -109,7 +135,7 @@ def test_memories_without_a_vector_are_warned_at_start_until_reembedded(api, os_
     def warnings() -> list[str]:
         caplog.clear()
         with caplog.at_level("WARNING", logger="engram.reembed"):
-            restart(api, embedder).__exit__(None, None, None)
+            restart(api, embedder, sync_auto_repair=False).__exit__(None, None, None)  # else the repair says it and fixes them
         return [r.getMessage() for r in caplog.records if r.name == "engram.reembed"]
 
     warned = warnings()

@@ -84,3 +84,10 @@ def test_stale_query():
         "minimum_should_match": 1,
     }}
     assert stale_query("b", "m", force=True) == {"bool": {"filter": [{"term": {"bank": "b"}}]}}
+    # The drift repair's: no vector only, whatever the model, internal types left out.
+    assert stale_query("b", "m", force=False, only_missing=True, excluded_types=["MetaPattern"]) == {"bool": {
+        "filter": [{"term": {"bank": "b"}}],
+        "must_not": [{"exists": {"field": "embedding"}}, {"terms": {"type": ["MetaPattern"]}}],
+    }}
+    assert stale_query("b", "m", force=False, only_missing=True) == {"bool": {
+        "filter": [{"term": {"bank": "b"}}], "must_not": [{"exists": {"field": "embedding"}}]}}
