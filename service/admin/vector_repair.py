@@ -8,17 +8,19 @@ recall's vector arm no longer finds it. /health reports such drift (`sync_status
 
 At start-up, and then every SYNC_CHECK_INTERVAL_SECONDS, a daemon thread counts the memories without
 a vector per bank (one aggregation) and re-embeds them (`reembed` with `only_missing`): at most
-PAGE a bank at a time, with a pause between pages while any remain, so a large repair yields the
-engine and the cores to requests. RECALL_EXCLUDED_TYPES are left out, as AutoMem's repair leaves
-them (spec 000 "Internal Artifact Type Exclusion"). Vectors of another model are not drift: that
-re-embedding is the operator's choice (POST /admin/reembed). A concurrent edit wins, as in any
-re-embedding; a failure is logged and the next check tries again.
+PAGE a bank at a time; while more remain the next check follows after a rest as long as the last
+took, so a large repair uses at most about half of a core and leaves the rest to requests.
+RECALL_EXCLUDED_TYPES are left out, as AutoMem's repair leaves them (spec 000 "Internal Artifact
+Type Exclusion"). Vectors of another model are not drift: that re-embedding is the operator's choice
+(POST /admin/reembed). A concurrent edit wins, as in any re-embedding; a failure is logged and the
+next check tries again.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,7 +32,7 @@ from service.storage.memories import MemoryStore
 log = logging.getLogger("engram.sync")
 
 PAGE = 1000  # memories re-embedded per bank and check
-PAUSE_S = 1.0  # between checks while a repair is unfinished
+PAUSE_S = 1.0  # between checks while a repair is unfinished (or as long as the last check took)
 MAX_BANKS = 1000  # banks repaired per check (the others at the next)
 
 
@@ -92,11 +94,11 @@ class VectorRepair:
 
     def _run(self) -> None:
         while not self.stop_event.is_set():
-            wait = self.interval_s
+            wait, started = self.interval_s, time.monotonic()
             try:
                 self.last = repair(self.store, self.embedder, self.excluded_types, self.stop_event)
-                if self.last.unfinished:
-                    wait = PAUSE_S
+                if self.last.unfinished:  # rest as long as the page took (at least PAUSE_S): half the time at most
+                    wait = max(PAUSE_S, time.monotonic() - started)
             except EngramError as exc:
                 log.warning("sync check failed: %s; the next check tries again", exc.message)
             except Exception:  # noqa: BLE001 - the worker outlives any one check
