@@ -117,7 +117,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name, missing_too=not cfg.sync_auto_repair))
         repair = state.vector_repair = VectorRepair(state.memories, model, interval_s=cfg.sync_check_interval_seconds, excluded_types=cfg.excluded_types)
         if cfg.sync_auto_repair:
-            repair.start()
+            await anyio.to_thread.run_sync(repair.start)
         backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
         await anyio.to_thread.run_sync(backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)

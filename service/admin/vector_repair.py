@@ -79,7 +79,9 @@ def repair(store: MemoryStore, embedder, excluded_types: Sequence[str] = (), sto
 
 
 class VectorRepair:
-    """The daemon thread: a check at start-up, then one every `interval_s` (PAUSE_S while unfinished)."""
+    """The daemon thread. Start-up counts the drift in the caller (one aggregation) and the thread
+    repairs at once only if there is some, so a store without drift sees no background request before
+    the first interval; then a check every `interval_s` (after a rest while a repair is unfinished)."""
 
     def __init__(self, store: MemoryStore, embedder, *, interval_s: float, excluded_types: Sequence[str] = ()):
         self.store, self.embedder, self.interval_s, self.excluded_types = store, embedder, interval_s, tuple(excluded_types)
@@ -88,12 +90,18 @@ class VectorRepair:
         self.last: RepairRun | None = None
 
     def start(self) -> None:
-        self.thread = threading.Thread(target=self._run, name="engram-sync", daemon=True)
+        try:
+            found = drift(self.store, self.excluded_types)
+        except EngramError as exc:
+            log.warning("sync check failed: %s; the next check tries again", exc.message)
+            found = {}
+        self.thread = threading.Thread(target=self._run, args=(0.0 if found else self.interval_s,), name="engram-sync", daemon=True)
         self.thread.start()
         log.info("sync worker started (interval %ds)", self.interval_s)
 
-    def _run(self) -> None:
-        while not self.stop_event.is_set():
+    def _run(self, first_wait: float) -> None:
+        wait = first_wait
+        while not self.stop_event.wait(wait):
             wait, started = self.interval_s, time.monotonic()
             try:
                 self.last = repair(self.store, self.embedder, self.excluded_types, self.stop_event)
@@ -103,8 +111,6 @@ class VectorRepair:
                 log.warning("sync check failed: %s; the next check tries again", exc.message)
             except Exception:  # noqa: BLE001 - the worker outlives any one check
                 log.exception("sync check failed; the next check tries again")
-            if self.stop_event.wait(wait):
-                break
 
     def stop(self, timeout: float = 10.0) -> None:
         self.stop_event.set()

@@ -124,6 +124,23 @@ def test_the_sync_worker_reembeds_memories_without_a_vector(make_client, os_clie
     assert api.get(f"/memory/{ids['pg']}").json()["memory"]["importance"] == 0.55  # only the vector changed
 
 
+def test_a_restart_repairs_the_drift_at_once(api, os_client, embedder):
+    """Drift found at start-up is repaired then, not an interval (an hour by default) later."""
+    ids = populate(api)
+    reembed(api)
+    os_client.update(index=api.app.state.settings.memories_alias, id=ids["backup"], body={"doc": {"importance": 0.55}}, refresh=True)
+    assert api.get("/health").json()["sync_status"] == "drift_detected"
+    other = restart(api, embedder)
+    try:
+        assert other.app.state.settings.sync_check_interval_seconds == 3600
+        deadline = time.monotonic() + 60
+        while other.get("/health").json()["sync_status"] != "synced":
+            assert time.monotonic() < deadline, "the drift found at start-up was not repaired"
+            time.sleep(0.2)
+    finally:
+        other.__exit__(None, None, None)
+
+
 def test_memories_without_a_vector_are_warned_at_start_until_reembedded(api, os_client, embedder, caplog):
     ids = populate(api)
     reembed(api)
