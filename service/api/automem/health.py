@@ -3,8 +3,9 @@ GET /ready (for orchestrators).
 
 /health is "degraded" while the engine is unreachable or red, or while memories of the default bank
 have no vector (`sync_status` "drift_detected", as AutoMem reports a vector store behind its graph):
-recall finds those by keyword only until `engram reembed` restores them. /ready ignores that drift: an
-orchestrator restarting the service would not fix it.
+recall finds those by keyword only until the sync worker (service/admin/vector_repair.py) or `engram
+reembed` restores them. /ready ignores that drift: an orchestrator restarting the service would not
+fix it.
 
 Both are open and answer fast whatever the engine does: the engine check runs on threads of its own
 (a frozen engine can block every handler thread; health must not queue behind them) and gets
