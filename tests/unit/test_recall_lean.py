@@ -173,6 +173,8 @@ def test_a_memory_written_before_the_fields_is_read_whole():
     assert L.predates({L.LEAN: True, "id": "m"}, stems=True)  # no content_stems
     assert L.predates(L.lean_source({"id": ["m"]}, []), stems=True)  # neither stems field named
     assert not L.predates(L.lean_source({"id": ["m"]}, ["c"]), stems=True)  # stored, none of the query's
+    assert L.predates(L.lean_source({"id": ["m"]}, ["cosine", "head", "xc"]), stems=True)  # other names: not ours
+    assert L.lean_source({"id": ["m"]}, ["c:paint", "c", "x"]) == {"id": "m", "content_stems": ["paint"], "context_stems": [], L.LEAN: True}
     assert not L.predates({L.LEAN: True, "id": "m", "content_stems": [""]}, stems=True)
     assert not L.predates({L.LEAN: True, "id": "m"}, stems=False)
     assert L.predates({L.LEAN: True, "content_stems": ["x"], "metadata_terms": ["slack"]}, stems=True)  # no plain terms
