@@ -114,10 +114,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         state.memories = MemoryStore(client, cfg.memories_alias, refresh=cfg.write_refresh, access_resolution_s=cfg.recall_access_resolution_seconds)
         state.edges = EdgeStore(client, cfg.edges_alias, refresh=cfg.write_refresh)
         writer = state.writer = MemoryWriter(cfg, state.memories, state.edges, model)
-        await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name, missing_too=not cfg.sync_auto_repair))
+        missing = await anyio.to_thread.run_sync(lambda: warn_stale_vectors(state.memories, model.short_name, missing_too=not cfg.sync_auto_repair))
         repair = state.vector_repair = VectorRepair(state.memories, model, interval_s=cfg.sync_check_interval_seconds, excluded_types=cfg.excluded_types)
         if cfg.sync_auto_repair:
-            await anyio.to_thread.run_sync(repair.start)
+            repair.start(at_once=bool(missing))
         backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
         await anyio.to_thread.run_sync(backfill.start)
         state.recall = RecallService(cfg, state.memories, model, state.edges)

@@ -71,7 +71,7 @@ def stale_query(bank: str, model: str, *, force: bool, only_missing: bool = Fals
     those without a vector only, not of `excluded_types` (the drift repair's, service/admin/vector_repair.py)."""
     query: dict = {"bool": {"filter": [{"term": {"bank": bank}}]}}
     if only_missing:
-        query["bool"]["must_not"] = [C.HAS_VECTOR, *([{"terms": {"type": list(excluded_types)}}] if excluded_types else [])]
+        query["bool"]["must_not"] = C.without_vector(excluded_types)
     elif not force:
         query["bool"]["should"] = [
             {"bool": {"must_not": [{"term": {"embedding_model": model}}]}},
@@ -151,14 +151,16 @@ def stale_vectors(store: MemoryStore, model: str) -> tuple[dict[str, int], dict[
     return other, missing
 
 
-def warn_stale_vectors(store: MemoryStore, model: str, *, missing_too: bool = True) -> None:
+def warn_stale_vectors(store: MemoryStore, model: str, *, missing_too: bool = True) -> dict[str, int]:
     """Start-up warnings when stored vectors come from another model or EMBEDDING_BACKEND, or are missing
-    (unless `missing_too` is false: the drift repair re-embeds those and says so); never fails the start."""
+    (unless `missing_too` is false: the drift repair re-embeds those and says so); never fails the start.
+    Returns the memories without a vector per bank ({} when the check failed): the drift repair starts
+    at once when there are any."""
     try:
         banks, missing = stale_vectors(store, model)
     except EngramError as exc:
         log.warning("could not check the stored vectors: %s", exc.message)
-        return
+        return {}
     if banks:
         listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(banks.items()))
         log.warning(
@@ -171,3 +173,4 @@ def warn_stale_vectors(store: MemoryStore, model: str, *, missing_too: bool = Tr
             "memories in banks %s have no vector (updated in the engine directly?); recall finds them by keyword only until "
             "they are re-embedded: POST /admin/reembed (per bank) or `engram reembed`", listed,
         )
+    return missing

@@ -6,9 +6,9 @@ one way to lose it is an update made in the engine directly (OpenSearch Dashboar
 hand): the index keeps vectors out of `_source`, so the re-indexed memory is stored without one and
 recall's vector arm no longer finds it. /health reports such drift (`sync_status`).
 
-At start-up, and then every SYNC_CHECK_INTERVAL_SECONDS, a daemon thread counts the memories without
-a vector per bank (one aggregation) and re-embeds them (`reembed` with `only_missing`): at most
-PAGE a bank at a time; while more remain the next check follows after a rest as long as the last
+At start-up (when the start-up check counted any) and then every SYNC_CHECK_INTERVAL_SECONDS, a
+daemon thread counts the memories without a vector per bank (one aggregation) and re-embeds them
+(`reembed` with `only_missing`): at most PAGE a bank at a time; while more remain the next check follows after a rest as long as the last
 took, so a large repair uses at most about half of a core and leaves the rest to requests.
 RECALL_EXCLUDED_TYPES are left out, as AutoMem's repair leaves them (spec 000 "Internal Artifact
 Type Exclusion"). Vectors of another model are not drift: that re-embedding is the operator's choice
@@ -38,8 +38,7 @@ MAX_BANKS = 1000  # banks repaired per check (the others at the next)
 
 def drift_body(excluded_types: Sequence[str] = ()) -> dict:
     """Memories without a vector, not of `excluded_types`, counted per bank."""
-    must_not = [C.HAS_VECTOR, *([{"terms": {"type": list(excluded_types)}}] if excluded_types else [])]
-    return {"size": 0, "track_total_hits": False, "query": {"bool": {"must_not": must_not}},
+    return {"size": 0, "track_total_hits": False, "query": {"bool": {"must_not": C.without_vector(excluded_types)}},
             "aggs": {"banks": {"terms": {"field": "bank", "size": MAX_BANKS}}}}
 
 
@@ -55,7 +54,6 @@ class RepairRun:
 
     found: dict[str, int] = field(default_factory=dict)
     processed: int = 0
-    failed: int = 0
 
     @property
     def unfinished(self) -> bool:
@@ -74,28 +72,22 @@ def repair(store: MemoryStore, embedder, excluded_types: Sequence[str] = (), sto
                     n, bank, min(n, PAGE))
         result = reembed(store, bank, embedder, limit=PAGE, only_missing=True, excluded_types=excluded_types)
         run.processed += result.processed
-        run.failed += result.failed
     return run
 
 
 class VectorRepair:
-    """The daemon thread. Start-up counts the drift in the caller (one aggregation) and the thread
-    repairs at once only if there is some, so a store without drift sees no background request before
-    the first interval; then a check every `interval_s` (after a rest while a repair is unfinished)."""
+    """The daemon thread: a check at once when start-up saw memories without a vector (`at_once`: the
+    start-up check's count, service/admin/reembed.py warn_stale_vectors), else after the first
+    interval, so a store without drift sees no background request before it; then a check every
+    `interval_s` (after a rest while a repair is unfinished)."""
 
     def __init__(self, store: MemoryStore, embedder, *, interval_s: float, excluded_types: Sequence[str] = ()):
         self.store, self.embedder, self.interval_s, self.excluded_types = store, embedder, interval_s, tuple(excluded_types)
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
-        self.last: RepairRun | None = None
 
-    def start(self) -> None:
-        try:
-            found = drift(self.store, self.excluded_types)
-        except EngramError as exc:
-            log.warning("sync check failed: %s; the next check tries again", exc.message)
-            found = {}
-        self.thread = threading.Thread(target=self._run, args=(0.0 if found else self.interval_s,), name="engram-sync", daemon=True)
+    def start(self, *, at_once: bool) -> None:
+        self.thread = threading.Thread(target=self._run, args=(0.0 if at_once else self.interval_s,), name="engram-sync", daemon=True)
         self.thread.start()
         log.info("sync worker started (interval %ds)", self.interval_s)
 
@@ -104,8 +96,7 @@ class VectorRepair:
         while not self.stop_event.wait(wait):
             wait, started = self.interval_s, time.monotonic()
             try:
-                self.last = repair(self.store, self.embedder, self.excluded_types, self.stop_event)
-                if self.last.unfinished:  # rest as long as the page took (at least PAUSE_S): half the time at most
+                if repair(self.store, self.embedder, self.excluded_types, self.stop_event).unfinished:  # rest as long as the page took (at least PAUSE_S): half the time at most
                     wait = max(PAUSE_S, time.monotonic() - started)
             except EngramError as exc:
                 log.warning("sync check failed: %s; the next check tries again", exc.message)

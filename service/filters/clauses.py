@@ -44,6 +44,11 @@ def ids_query(bank: str, ids: Sequence[str]) -> dict:
 HAS_VECTOR: dict = {"exists": {"field": "embedding"}}
 
 
+def without_vector(excluded_types: Sequence[str] = ()) -> list[dict]:
+    """`must_not` clauses: a memory without a vector, not of `excluded_types` (the drift repair's)."""
+    return [HAS_VECTOR, *([{"terms": {"type": list(excluded_types)}}] if excluded_types else [])]
+
+
 def count_query(bank: str, excluded_types: Sequence[str] = ()) -> dict:
     """The bank's memories, without internal artifact types (/health's memory_count)."""
     return {"bool": {"filter": [{"term": {"bank": bank}}], "must_not": [{"terms": {"type": list(excluded_types)}}] if excluded_types else []}}
