@@ -12,6 +12,7 @@ from opensearchpy import exceptions as os_exc
 from opensearchpy.serializer import JSONSerializer
 
 from service.config import Settings
+from service.storage.connection import connection_class
 from service.errors import EngineUnavailable, EngramError, NotFound
 from service.observability.counters import engine_error
 
@@ -49,6 +50,7 @@ def make_client(url: str, settings: Settings) -> OpenSearch:
     return OpenSearch(
         hosts=hosts,
         http_auth=auth,
+        connection_class=connection_class(hosts, auth),
         timeout=settings.opensearch_timeout,
         # One connection per handler thread (WORKER_THREADS, the same setting sizes the thread pool),
         # plus a few for background work (access tracking, health checks), so no thread waits for one.

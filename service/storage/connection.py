@@ -1,0 +1,118 @@
+"""The engine client's HTTP for plain-HTTP nodes: an opensearch-py `Connection` over the standard
+library's http.client, with a pool of keep-alive connections.
+
+opensearch-py's Transport keeps what matters above the connection (retries, round-robin over the
+nodes, a failed node set aside, serialisation, the error classes); below it, urllib3's pool and
+response wrapper cost ~0.13 ms of CPU a request that does nothing here (no retries at that level,
+no redirects, no TLS): ~0.25 ms a recall, which makes two requests (bench.recall_stages, in
+process: 4.45 -> 4.13 ms). HTTPS nodes, and callable auth (request signing), keep opensearch-py's
+urllib3 connection (`connection_class`).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import queue
+import select
+import socket
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from opensearchpy import Connection, Urllib3HttpConnection
+from opensearchpy.exceptions import ConnectionError, ConnectionTimeout
+
+# Idle connections kept per node beyond this are closed (the client's pool_maxsize when given).
+DEFAULT_POOL_SIZE = 10
+
+
+class HttpClientConnection(Connection):
+    """One node over plain HTTP. Thread-safe: each request takes an idle keep-alive connection (or
+    opens one) and gives it back when the response is read."""
+
+    def __init__(self, host: str = "localhost", port: int | None = None, http_auth: Any = None,
+                 pool_maxsize: int | None = None, **kwargs: Any) -> None:
+        super().__init__(host=host, port=port, **kwargs)
+        if self.http_compress or self.use_ssl:
+            raise ValueError("HttpClientConnection speaks plain, uncompressed HTTP; use Urllib3HttpConnection")
+        if http_auth is not None:
+            user_pass = ":".join(http_auth) if isinstance(http_auth, (tuple, list)) else str(http_auth)
+            self.headers["authorization"] = "Basic " + base64.b64encode(user_pass.encode()).decode()
+        self.headers.setdefault("connection", "keep-alive")
+        self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(pool_maxsize or DEFAULT_POOL_SIZE)
+
+    def perform_request(self, method: str, url: str, params: Mapping[str, Any] | None = None, body: bytes | None = None,
+                        timeout: float | None = None, ignore: Collection[int] = (), headers: Mapping[str, str] | None = None) -> Any:
+        url = self.url_prefix + url
+        if params:
+            url = f"{url}?{urlencode(params)}"
+        sent = self.headers if not headers else {**self.headers, **{k.lower(): v for k, v in headers.items()}}
+        conn = self._checkout(timeout or self.timeout)
+        try:
+            conn.request(method, url, body, sent)
+            response = conn.getresponse()
+            data = response.read()
+        except Exception as exc:  # noqa: BLE001 - every failure of the exchange is the transport's to retry
+            conn.close()
+            self.log_request_fail(method, self.host + url, url, body, 0.0, exception=exc)
+            if isinstance(exc, (socket.timeout, TimeoutError)):
+                raise ConnectionTimeout("TIMEOUT", str(exc), exc) from exc
+            raise ConnectionError("N/A", str(exc), exc) from exc
+        self._checkin(conn, response)
+        raw = data.decode("utf-8", "surrogatepass")
+        self._raise_warnings(response.headers.get_all("warning") or ())
+        status = response.status
+        if not (200 <= status < 300) and status not in ignore:
+            self.log_request_fail(method, self.host + url, url, body, 0.0, status, raw)
+            self._raise_error(status, raw, response.headers.get("content-type"))
+        return status, response.headers, raw
+
+    def _checkout(self, timeout: float) -> http.client.HTTPConnection:
+        """An idle connection the node has not closed meanwhile (its socket reads nothing: an idle
+        socket that is readable was closed by the other end), else a new one."""
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return http.client.HTTPConnection(self.hostname, self.port, timeout=timeout)
+            sock = conn.sock
+            if sock is not None and not _readable(sock):
+                if sock.gettimeout() != timeout:
+                    sock.settimeout(timeout)
+                return conn
+            conn.close()
+
+    def _checkin(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse) -> None:
+        if response.will_close:
+            conn.close()
+            return
+        try:
+            self._idle.put_nowait(conn)
+        except queue.Full:
+            conn.close()
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether the socket has something to read now (poll, not select: select fails on descriptors
+    past 1024, which a busy service reaches)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+def connection_class(hosts: Sequence[str], http_auth: Any) -> type[Connection]:
+    """This module's connection when every node is plain HTTP and auth is a user and password;
+    otherwise opensearch-py's urllib3 connection (TLS, request signing)."""
+    plain = all(urlsplit(h if "://" in h else f"http://{h}").scheme == "http" for h in hosts)
+    signed = isinstance(http_auth, Callable)  # type: ignore[arg-type]
+    return HttpClientConnection if plain and not signed else Urllib3HttpConnection
