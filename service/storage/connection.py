@@ -40,7 +40,9 @@ class HttpClientConnection(Connection):
             user_pass = ":".join(http_auth) if isinstance(http_auth, (tuple, list)) else str(http_auth)
             self.headers["authorization"] = "Basic " + base64.b64encode(user_pass.encode()).decode()
         self.headers.setdefault("connection", "keep-alive")
-        self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(pool_maxsize or DEFAULT_POOL_SIZE)
+        # Idle connections kept (as urllib3's pool, not a bound: a request finding none opens one).
+        self.pool_size = pool_maxsize or DEFAULT_POOL_SIZE
+        self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(self.pool_size)
 
     def perform_request(self, method: str, url: str, params: Mapping[str, Any] | None = None, body: bytes | None = None,
                         timeout: float | None = None, ignore: Collection[int] = (), headers: Mapping[str, str] | None = None) -> Any:

@@ -63,7 +63,7 @@ def test_urls_up_to_60_kb_get_json_answers(api):
 def test_engine_client_pool_is_sized_with_the_handler_threads(make_client):
     api = make_client(worker_threads=12)
     connection = api.app.state.client.transport.connection_pool.connections[0]
-    assert connection.pool.pool.maxsize == 12 + 8  # urllib3's queue of pooled connections
+    assert connection.pool_size == 12 + 8  # idle keep-alive connections kept (service/storage/connection.py)
 
 
 def test_ready_is_open_and_reports_the_engine(api):
