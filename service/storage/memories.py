@@ -13,18 +13,13 @@ from opensearchpy import OpenSearch
 
 from service.errors import Conflict, EngineUnavailable, NotFound
 from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
+from service.storage.access import RecentAccesses
 from service.storage.bulk import ItemError, deleted_count, run_bulk
 from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
-from service.clock.instants import iso, stored_datetime
+from service.clock.instants import iso
 from service.memory.stems import with_stems
 
 log = logging.getLogger("engram.memories")
-
-def access_is_stale(stored: str | None, now: datetime, resolution_s: float) -> bool:
-    """Whether a stored last_accessed is old enough (or missing / unreadable) to be rewritten."""
-    at = stored_datetime(stored) if resolution_s > 0 else None
-    return at is None or (now - at).total_seconds() >= resolution_s
-
 
 # Fields never sent back to clients: vectors are large and AutoMem hides them. (Indices created from
 # the current template keep no vector in _source at all; older ones still do.)
@@ -73,6 +68,7 @@ class MemoryStore:
         self.alias = alias
         self.refresh = refresh
         self.access_resolution_s = access_resolution_s
+        self.recent_accesses = RecentAccesses(access_resolution_s)
 
     def claimed_elsewhere(self, bank: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` are memories of ANOTHER bank: ids are unique across banks, and writing one
@@ -232,15 +228,16 @@ class MemoryStore:
 
     def stale_accesses(self, seen: Mapping[str, str | None], now: datetime) -> dict[str, str | None]:
         """The part of `seen` ({id: stored last_accessed}) that `touch` would rewrite; no I/O."""
-        return {mid: stored for mid, stored in seen.items() if access_is_stale(stored, now, self.access_resolution_s)}
+        return self.recent_accesses.stale(seen, now)
 
     def touch(self, bank: str, seen: Mapping[str, str | None], now: datetime, versions: Mapping[str, Version] | None = None) -> None:
         """Set last_accessed on many memories ({id: stored last_accessed}) in one bulk request,
         without waiting for a refresh.
 
         Like a file system's relatime, a memory whose stored last_accessed is younger than
-        RECALL_ACCESS_RESOLUTION_SECONDS is left alone: an update rewrites the whole document, vector included (an
-        HNSW insertion now and a merge later), so hot memories are rewritten at most once per period.
+        RECALL_ACCESS_RESOLUTION_SECONDS, or whose access this process recorded within it (RecentAccesses: the
+        search may not show that write yet), is left alone: an update rewrites the whole document, vector
+        included (an HNSW insertion now and a merge later), so hot memories are rewritten at most once per period.
         `versions`: the vectors and versions of some of them, read already (`carry_vectors`).
         """
         when = iso(now)
@@ -248,9 +245,11 @@ class MemoryStore:
         if not actions:
             return
         try:
-            self.bulk(bank, actions, "record access", refresh="false", versions=versions)
+            outcomes = self.bulk(bank, actions, "record access", refresh="false", versions=versions)
         except Exception:  # noqa: BLE001 - access tracking must never fail a recall
             log.warning("last_accessed update failed for %d memories", len(actions), exc_info=True)
+            return
+        self.recent_accesses.record([a["_id"] for a, outcome in zip(actions, outcomes) if outcome is None], now)
 
     def count(self, query: dict | None = None) -> int:
         with engine_errors("count memories"):

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from service.embedding import EmbeddingError
-from tests.integration.support import count_requests, ids, recall
+from tests.integration.support import count_requests, ids, recall, settled
 from tests.integration.support import mem as put
 
 
@@ -318,6 +318,27 @@ def test_one_msearch_and_last_accessed_written(api, os_client):
     # Within RECALL_ACCESS_RESOLUTION_SECONDS (an hour) the memory is not rewritten again.
     _, again = count_requests(api, query="wifi password", tags="", limit=3)
     assert again == ["POST /_msearch", f"POST /{alias}/_search"]
+
+
+def test_an_access_recorded_is_not_recorded_again_before_the_index_shows_it(api, os_client):
+    """The recall right after one that recorded an access still reads the old last_accessed (a search
+    sees the write after the next refresh): it records nothing (before, it rewrote the memory with a
+    version no longer current, lost the race, forced a refresh and wrote again)."""
+    memory_id = put(api, "the spare key is under the blue flowerpot")
+    alias = api.app.state.settings.memories_alias
+    settled(api)  # enrichment's own rewrite of the memory is done
+    before = os_client.get(index=alias, id=memory_id)["_version"]
+    os_client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
+    try:
+        _, first = count_requests(api, query="spare key flowerpot", tags="", limit=3)
+        _, second = count_requests(api, query="spare key flowerpot", tags="", limit=3)
+    finally:
+        os_client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
+    assert first == ["POST /_msearch", f"POST /{alias}/_search", "POST /_bulk"]
+    assert second == ["POST /_msearch", f"POST /{alias}/_search"]
+    os_client.indices.refresh(index=alias)
+    stored = os_client.get(index=alias, id=memory_id)
+    assert stored["_version"] == before + 1 and stored["_source"]["last_accessed"] is not None  # one rewrite
 
 
 def test_access_resolution_zero_rewrites_on_every_recall(make_client, os_client):
