@@ -16,6 +16,7 @@ import http.client
 import queue
 import select
 import socket
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -51,13 +52,14 @@ class HttpClientConnection(Connection):
             url = f"{url}?{urlencode(params)}"
         sent = self.headers if not headers else {**self.headers, **{k.lower(): v for k, v in headers.items()}}
         conn = self._checkout(timeout or self.timeout)
+        started = time.perf_counter()  # for the failure log line (opensearch-py's "request:N s")
         try:
             conn.request(method, url, body, sent)
             response = conn.getresponse()
             data = response.read()
         except Exception as exc:  # noqa: BLE001 - every failure of the exchange is the transport's to retry
             conn.close()
-            self.log_request_fail(method, self.host + url, url, body, 0.0, exception=exc)
+            self.log_request_fail(method, self.host + url, url, body, time.perf_counter() - started, exception=exc)
             if isinstance(exc, (socket.timeout, TimeoutError)):
                 raise ConnectionTimeout("TIMEOUT", str(exc), exc) from exc
             raise ConnectionError("N/A", str(exc), exc) from exc
@@ -66,7 +68,7 @@ class HttpClientConnection(Connection):
         self._raise_warnings(response.headers.get_all("warning") or ())
         status = response.status
         if not (200 <= status < 300) and status not in ignore:
-            self.log_request_fail(method, self.host + url, url, body, 0.0, status, raw)
+            self.log_request_fail(method, self.host + url, url, body, time.perf_counter() - started, status, raw)
             self._raise_error(status, raw, response.headers.get("content-type"))
         return status, response.headers, raw
 
