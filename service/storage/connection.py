@@ -17,7 +17,7 @@ import queue
 import select
 import socket
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -40,7 +40,6 @@ class HttpClientConnection(Connection):
         if http_auth is not None:
             user_pass = ":".join(http_auth) if isinstance(http_auth, (tuple, list)) else str(http_auth)
             self.headers["authorization"] = "Basic " + base64.b64encode(user_pass.encode()).decode()
-        self.headers.setdefault("connection", "keep-alive")
         # Idle connections kept (as urllib3's pool, not a bound: a request finding none opens one).
         self.pool_size = pool_maxsize or DEFAULT_POOL_SIZE
         self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(self.pool_size)
@@ -118,5 +117,5 @@ def connection_class(hosts: Sequence[str], http_auth: Any) -> type[Connection]:
     """This module's connection when every node is plain HTTP and auth is a user and password;
     otherwise opensearch-py's urllib3 connection (TLS, request signing)."""
     plain = all(urlsplit(h if "://" in h else f"http://{h}").scheme == "http" for h in hosts)
-    signed = isinstance(http_auth, Callable)  # type: ignore[arg-type]
+    signed = callable(http_auth)
     return HttpClientConnection if plain and not signed else Urllib3HttpConnection

@@ -67,7 +67,6 @@ class MemoryStore:
         self.client = client
         self.alias = alias
         self.refresh = refresh
-        self.access_resolution_s = access_resolution_s
         self.recent_accesses = RecentAccesses(access_resolution_s)
 
     def claimed_elsewhere(self, bank: str, ids: Sequence[str]) -> set[str]:
