@@ -10,8 +10,8 @@ memories of lean hits (the page's, `hydrate`: a second round trip), the arms' hi
 (`parse_responses`), hits made `Candidate`s, scoring (`rank`), the thread-neighbour bonus,
 placement, current state, shaping, and the teardown: from the pipeline's last step
 (`shaping.response_body`) to its return, mostly Python freeing what the recall built. The rest of
-`RecallService.recall` is "other". Access tracking is off (nothing is deferred); with `--access` it
-runs inline, as its own stage, and every pass's clock is set two resolutions
+`RecallService.recall` is "other". Access tracking is off; with `--access` it
+runs inline (the service writes it on a thread of its own: service/storage/access_writer.py), as its own stage, and every pass's clock is set two resolutions
 (RECALL_ACCESS_RESOLUTION_SECONDS) further on, so that each page is due to be rewritten once, as on
 a store nobody has recalled from (a held-out run's questions mostly are).
 """
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     clock.wrap(memories, "msearch", "msearch")
     clock.wrap(service, "hydrate", "hydrate")
     clock.wrap(memories, "touch", "access")
+    service.record_access = memories.touch if args.access else lambda *a: None  # inline, timed; or none
     clock.wrap(client.transport.serializer, "loads", "decode")
     clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
     clock.wrap(retrieval.Hit, "candidate", "candidates")
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             req = RecallQuery.model_validate({"query": question, "tags": f"locomo:{sample_id}", "limit": "10"}).to_request(
                 settings, dimension=embedder.dimension, now=now, bank=settings.default_bank)
             started = time.thread_time()
-            service.recall(req, now, defer=None if args.access else lambda *a: None)
+            service.recall(req, now)
             ended = time.thread_time()
             clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
     runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs

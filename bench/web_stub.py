@@ -23,10 +23,11 @@ _real = RecallService.recall
 _kept: dict[str, dict] = {}
 
 
-def _constant(self, req, now, defer=None):
+def _constant(self, req, now):
     if "body" not in _kept:
-        # Deferred work (access tracking) is dropped: the corpus stays as it is.
-        _kept["body"] = _real(self, req, now, defer=lambda *a, **k: None)
+        # Access tracking is dropped: the corpus stays as it is.
+        self.record_access = lambda *a: None
+        _kept["body"] = _real(self, req, now)
     return _kept["body"]
 
 

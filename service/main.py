@@ -17,6 +17,7 @@ from service.api.automem import admin, associate, by_tag, consolidate, enrichmen
 from service.api.signet import routes as signet
 from service.api import hindsight
 from service.api.hindsight.operations import RetainOperations, bank_emitter
+from service.storage.access_writer import AccessWriter
 from service.storage.banks import BankRegistry
 from service.graph.links import AssociationService
 from service.auth.tokens import TokenFileError, TokenRegistry
@@ -120,7 +121,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             repair.start(at_once=bool(missing))
         backfill = state.backfill = Backfill(state.memories)  # memories stored before recall's doc-value fields get them
         await anyio.to_thread.run_sync(backfill.start)
-        state.recall = RecallService(cfg, state.memories, model, state.edges)
+        access_writer = state.access_writer = AccessWriter(state.memories)  # recalls' accesses, written off the request path
+        state.recall = RecallService(cfg, state.memories, model, state.edges, record_access=access_writer.submit)
         state.associations = AssociationService(state.memories, state.edges)
         state.ledger = RecallLedger(client, cfg.recall_ledger_alias, ttl_s=cfg.recall_ledger_ttl_seconds, max_items=cfg.recall_ledger_max_items)
         events = state.events = EventBus(cfg.stream_queue_size)
@@ -143,6 +145,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             # What this run started, not what app.state holds now: a second run of the lifespan on the
             # same app (a test serving an app a TestClient already started) replaces app.state's.
             await anyio.to_thread.run_sync(operations.stop)
+            await anyio.to_thread.run_sync(access_writer.close)
             await anyio.to_thread.run_sync(backfill.stop)
             await anyio.to_thread.run_sync(repair.stop)
             await anyio.to_thread.run_sync(enrichment.stop)

@@ -22,6 +22,7 @@ from service.enrichment.worker import EnrichmentWorker
 from service.graph.links import AssociationService
 from service.observability.metrics import Metrics
 from service.recall.pipeline import RecallService
+from service.storage.access_writer import AccessWriter
 from service.storage.banks import BankRegistry
 from service.storage.edges import EdgeStore
 from service.storage.ledger import RecallLedger
@@ -42,6 +43,7 @@ SettingsDep = Annotated[Settings, Depends(_resource("settings"))]
 EmbedderDep = Annotated[Embedder, Depends(_resource("embedder"))]
 ClientDep = Annotated[OpenSearch, Depends(_resource("client"))]
 StoreDep = Annotated[MemoryStore, Depends(_resource("memories"))]
+AccessDep = Annotated[AccessWriter, Depends(_resource("access_writer"))]
 EdgesDep = Annotated[EdgeStore, Depends(_resource("edges"))]
 WriterDep = Annotated[MemoryWriter, Depends(_resource("writer"))]
 RecallDep = Annotated[RecallService, Depends(_resource("recall"))]

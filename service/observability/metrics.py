@@ -9,7 +9,7 @@
   the whole `query_time_ms`, observed after the recall; the body is left as it is.
 - Engine errors: counted where storage.client maps them (service/observability/counters.py).
 - Queues, read at scrape time: the enrichment queue, the stream's subscribers and their queues,
-  the recall log's queue.
+  the recall log's queue, the access writer's.
 
 Each app has its own registry (tests build many apps in one process); the process-wide engine
 error counter and the process / platform / GC collectors are registered in each.
@@ -129,6 +129,11 @@ class QueueCollector(Collector):
             yield CounterMetricFamily("engram_stream_events_published", "Events published to the stream", value=events.published)
             yield CounterMetricFamily("engram_stream_subscribers_dropped", "Subscribers dropped because their queue was full",
                                       value=events.dropped_subscribers)
+        accesses = getattr(state, "access_writer", None)
+        if accesses is not None:
+            yield _gauge("engram_access_writes_pending", "Recalls whose accesses (last_accessed) wait to be written", accesses.pending)
+            yield CounterMetricFamily("engram_access_writes_dropped", "Recalls whose accesses were not recorded: the writer's queue was full",
+                                      value=accesses.dropped)
         recall_log = getattr(state, "recall_log", None)
         if recall_log is not None:
             yield _gauge("engram_recall_log_queue_size", "Recall log documents waiting to be written", recall_log.queue_size)

@@ -3,7 +3,7 @@
     per query:  embed -> arms (retrieval.plan_arms) -> ONE _msearch -> candidates -> scoring/ -> placement
     then:       merge queries -> current state (graph.current_state) -> recency / time order
                 -> cross-encoder rerank (optional, recall.rerank) -> page
-                -> graph expansion -> relations -> shaping -> access tracking (after the response)
+                -> graph expansion -> relations -> shaping -> access tracking (queued: storage/access_writer.py)
 
 Every stage but the engine calls is a pure function of its module; `recall` reads as the list above.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -34,9 +34,11 @@ from service.recall.request import RecallRequest
 from service.recall.rerank import load_reranker
 from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
-from service.storage.memories import VERSION_FIELDS, MemoryStore, version_of
+from service.storage.memories import VERSION_FIELDS, MemoryStore, Version, version_of
 
 log = logging.getLogger("engram.recall")
+# MemoryStore.touch's arguments: bank, {id: stored last_accessed}, now, {id: vector and version read}.
+RecordAccess = Callable[[str, Mapping[str, str | None], datetime, Mapping[str, Version]], None]
 
 
 def weights_from(settings: Settings) -> Weights:
@@ -111,9 +113,13 @@ def candidate_of(mid: str, source: dict, match_type: str) -> Candidate:
 
 
 class RecallService:
-    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder, edges: EdgeStore | None = None):
+    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder, edges: EdgeStore | None = None,
+                 record_access: RecordAccess | None = None):
         self.settings = settings
         self.store = store
+        # Where a recall's accesses go (MemoryStore.touch's arguments): the service's AccessWriter, which
+        # writes them on its own thread; by default written before `recall` returns.
+        self.record_access: RecordAccess = record_access or store.touch
         self.edges = edges
         self.embedder = embedder
         self.expander = GraphExpander(store, edges) if edges is not None else None
@@ -127,7 +133,7 @@ class RecallService:
         self.reranker = load_reranker(settings.recall_rerank_model, top_n=settings.recall_rerank_top_n, weight=settings.recall_rerank_weight)
 
     # --- the whole request ---------------------------------------------------------------------
-    def recall(self, req: RecallRequest, now: datetime, defer: Callable[..., None] | None = None) -> dict:
+    def recall(self, req: RecallRequest, now: datetime) -> dict:
         """One recall in `req.bank`: every query of it filters on that bank (service/recall/queries.py)."""
         started, timings = time.perf_counter(), Timings()
         req = self.resolve_tags(req)
@@ -166,7 +172,7 @@ class RecallService:
             )
             for s in returned
         ]
-        self.track_access(req.bank, page, pool, now, defer)
+        self.track_access(req.bank, page, pool, now)
         timings.lap("hydrate")
         diagnostics = shaping.Diagnostics(
             keywords=outcomes[0].keywords if len(outcomes) == 1 else sorted({k for o in outcomes for k in o.keywords}),
@@ -394,14 +400,12 @@ class RecallService:
             for mid, relations in self.expander.hydrate(req.bank, todo, req.relation_limit).items():
                 pool.extras.setdefault(mid, {})["relations"] = relations
 
-    def track_access(self, bank: str, page: Sequence[ScoredCandidate], pool: Pool, now: datetime, defer: Callable[..., None] | None) -> None:
-        """last_accessed of the seeds, in one bulk request; `defer` runs it after the response is sent.
-        Nothing is deferred when every seed was touched recently: a background task costs a thread-pool
-        round trip, and the next request on the same connection waits for it."""
+    def track_access(self, bank: str, page: Sequence[ScoredCandidate], pool: Pool, now: datetime) -> None:
+        """last_accessed of the seeds (`record_access`); nothing when every seed was touched recently."""
         stale = self.store.stale_accesses(self.accessed([s.candidate.id for s in page], pool), now)
         if stale:
             versions = {mid: v for mid in stale if (h := pool.hits.get(mid)) is not None and (v := h.version) is not None}
-            (defer or _call_now)(self.store.touch, bank, stale, now, versions)
+            self.record_access(bank, stale, now, versions)
 
 
 def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:
@@ -423,6 +427,3 @@ def context_profile(req: RecallRequest) -> ContextProfile | None:
         context=req.context, language=req.language, active_path=req.active_path, query=req.query,
     )
 
-
-def _call_now(fn: Callable[..., None], *args) -> None:
-    fn(*args)

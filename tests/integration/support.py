@@ -54,10 +54,17 @@ def fast_api(make_client):
     return make_client(write_refresh="true")
 
 
+def settle_accesses(api) -> None:
+    """Wait until the accesses recalls handed to the app's AccessWriter are written."""
+    assert api.app.state.access_writer.flush(30), "access writes still pending after 30 s"
+
+
 def count_requests(api, **params) -> tuple[dict, list[str]]:
-    """Recall, recording every request the app made to OpenSearch (the real client, counted)."""
+    """Recall, recording every request the app made to OpenSearch for it (the real client, counted),
+    the access writes it queued included."""
     client = api.app.state.client
     calls: list[str] = []
+    settle_accesses(api)  # earlier recalls' writes are not this one's
     original = client.transport.perform_request
 
     def counting(method, url, *args, **kwargs):
@@ -67,6 +74,7 @@ def count_requests(api, **params) -> tuple[dict, list[str]]:
     client.transport.perform_request = counting
     try:
         body = recall(api, **params)
+        settle_accesses(api)
     finally:
         client.transport.perform_request = original
     return body, calls

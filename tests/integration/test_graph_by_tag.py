@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import assert_error, link, mem
+from tests.integration.support import assert_error, link, mem, settle_accesses
 from tests.conftest import app_for
 
 
@@ -33,7 +33,8 @@ def test_any_match_case_insensitive_exact_and_ordered(api):
     assert [m["id"] for m in both["memories"]] == [high_new, high_old, other, low] and both["tags"] == ["Other", "project"]
     repeated = api.get("/memory/by-tag", params=[("tags", "other"), ("tags", "project")]).json()
     assert repeated["count"] == 4
-    # Enumeration records the access, as AutoMem does.
+    # Enumeration records the access, as AutoMem does (off the request path).
+    settle_accesses(api)
     assert api.get(f"/memory/{low}").json()["memory"]["last_accessed"] is not None
 
 

@@ -4,6 +4,7 @@ requests per route template and status, recall stage timings, engine errors, que
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import httpx
@@ -141,6 +142,34 @@ def test_queue_sizes_of_enrichment_and_the_stream(make_client):
     while time.monotonic() < end and value(metrics(api), "engram_enrichment_memories_total", outcome="successes") < 1:
         time.sleep(0.2)
     assert value(metrics(api), "engram_enrichment_memories_total", outcome="successes") >= 1
+
+
+def test_the_access_writers_queue(make_client):
+    api = make_client(recall_access_resolution_seconds=0)
+    store, writer = api.app.state.memories, api.app.state.access_writer
+    mid = api.post("/memory", json={"content": "the ladder hangs in the shed"}).json()["memory_id"]
+    entered, release = threading.Event(), threading.Event()
+    write = store.touch
+
+    def held(*args):
+        entered.set()
+        release.wait(20)
+        write(*args)
+
+    store.touch = held
+    try:
+        assert api.get("/recall", params={"query": "ladder", "limit": 3}).status_code == 200
+        assert entered.wait(5)
+        samples = metrics(api)
+        assert value(samples, "engram_access_writes_pending") == 1 and value(samples, "engram_access_writes_dropped_total") == 0
+        writer.queue_size = 1  # full: the next recall's accesses are not queued
+        assert api.get("/recall", params={"query": "ladder", "limit": 3}).status_code == 200
+        assert value(metrics(api), "engram_access_writes_dropped_total") == 1
+    finally:
+        release.set()
+        del store.touch
+    assert writer.flush(30) and value(metrics(api), "engram_access_writes_pending") == 0
+    assert api.get(f"/memory/{mid}").json()["memory"]["last_accessed"] is not None
 
 
 def test_a_separate_metrics_port_needs_no_token_and_leaves_the_api(make_client):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from service.embedding import EmbeddingError
-from tests.integration.support import count_requests, ids, recall, settled
+from tests.integration.support import count_requests, ids, recall, settle_accesses, settled
 from tests.integration.support import mem as put
 
 
@@ -318,6 +319,30 @@ def test_one_msearch_and_last_accessed_written(api, os_client):
     # Within RECALL_ACCESS_RESOLUTION_SECONDS (an hour) the memory is not rewritten again.
     _, again = count_requests(api, query="wifi password", tags="", limit=3)
     assert again == ["POST /_msearch", f"POST /{alias}/_search"]
+
+
+def test_a_recall_answers_without_waiting_for_its_access_write(make_client):
+    """Access tracking is off the request path: the AccessWriter's thread writes while the recall answers."""
+    api = make_client(recall_access_resolution_seconds=0)
+    store = api.app.state.memories
+    memory_id = put(api, "the bicycle pump is in the garage")
+    entered, release = threading.Event(), threading.Event()
+    write = store.touch
+
+    def held(*args):
+        entered.set()
+        release.wait(20)
+        write(*args)
+
+    store.touch = held
+    try:
+        assert ids(recall(api, query="bicycle pump", tags="", limit=3)) == [memory_id]  # answered, the write held
+        assert entered.wait(5) and not api.app.state.access_writer.flush(timeout=0.1)
+    finally:
+        release.set()
+        del store.touch
+    settle_accesses(api)
+    assert api.get(f"/memory/{memory_id}").json()["memory"]["last_accessed"] is not None
 
 
 def test_an_access_recorded_is_not_recorded_again_before_the_index_shows_it(api, os_client):

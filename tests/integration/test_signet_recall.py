@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.embedding import EmbeddingError
-from tests.integration.support import assert_error
+from tests.integration.support import assert_error, settle_accesses
 
 ROW_FIELDS = {
     "id", "content", "content_length", "truncated", "score", "source", "type", "tags", "pinned", "importance", "who", "project",
@@ -221,4 +221,5 @@ def test_recall_events_and_access_tracking(api):
     mid = put(api, "Coffee is in the second cupboard")
     body = signet(api, query="where is the coffee")
     assert ids(body) == [mid]
-    assert api.get(f"/memory/{mid}").json()["memory"]["last_accessed"]  # recorded after the response, as GET /recall does
+    settle_accesses(api)  # recorded off the request path, as GET /recall does
+    assert api.get(f"/memory/{mid}").json()["memory"]["last_accessed"]

@@ -21,7 +21,7 @@ tags counted per category, and the `entities` field overall.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,11 +45,10 @@ def startup_params(settings: Settings, bank: str, tags: Sequence[str], limit: in
     )
 
 
-def startup_recall(recall: RecallService, settings: Settings, bank: str, now: datetime, *, limit: int = STARTUP_LESSON_LIMIT,
-                   defer: Callable[..., None] | None = None) -> dict[str, Any]:
+def startup_recall(recall: RecallService, settings: Settings, bank: str, now: datetime, *, limit: int = STARTUP_LESSON_LIMIT) -> dict[str, Any]:
     """The lessons and rules of `bank` (the request's scope)."""
-    lessons = recall.recall(startup_params(settings, bank, LESSON_TAGS, limit, CRITICAL_TAGS), now, defer=defer)
-    rules = recall.recall(startup_params(settings, bank, RULE_TAGS, min(STARTUP_RULE_LIMIT, limit)), now, defer=defer)
+    lessons = recall.recall(startup_params(settings, bank, LESSON_TAGS, limit, CRITICAL_TAGS), now)
+    rules = recall.recall(startup_params(settings, bank, RULE_TAGS, min(STARTUP_RULE_LIMIT, limit)), now)
     critical = [_lesson(r) for r in lessons["results"]]
     system = [{"id": r["id"], "content": r["memory"].get("content"), "tags": r["memory"].get("tags") or []} for r in rules["results"]]
     seen = {r["id"] for r in lessons["results"]}

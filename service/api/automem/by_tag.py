@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks
+from fastapi import APIRouter
 
-from service.api.deps import ApiAuth, StoreDep, WriterDep
+from service.api.deps import AccessDep, ApiAuth, StoreDep, WriterDep
 from service.api.scope import ReadScope, WriteScope
 from service.api.responses import public_memory
 from service.errors import BadRequest
@@ -21,15 +21,15 @@ ByTagParams, TagsParams = query_params(ByTagQuery), query_params(TagsQuery)
 
 
 @router.get("/memory/by-tag", response_model=ByTagResponse, responses=ERROR_RESPONSES)
-def memories_by_tag(scope: ReadScope, store: StoreDep, background: BackgroundTasks, params: ByTagParams) -> dict:
+def memories_by_tag(scope: ReadScope, store: StoreDep, accesses: AccessDep, params: ByTagParams) -> dict:
     """Every memory carrying any of `tags` (exact, case-insensitive), importance desc, timestamp desc, id."""
     limit, offset = params.page_size, params.offset
     if offset + limit > BY_TAG_MAX_WINDOW:
         raise BadRequest(f"offset + limit must be <= {BY_TAG_MAX_WINDOW}; narrow the tags instead")
     page, total = store.page(by_tags_query(scope.bank, params.tags), BY_TAG_SORT, size=limit, offset=offset)
-    # AutoMem records the access of enumerated memories too (memories_by_tag on_access); after the
-    # response, as recall does.
-    background.add_task(store.touch, scope.bank, {mid: source.get("last_accessed") for mid, source in page}, utcnow())
+    # AutoMem records the access of enumerated memories too (memories_by_tag on_access); off the
+    # request path, as recall does.
+    accesses.submit(scope.bank, {mid: source.get("last_accessed") for mid, source in page}, utcnow(), {})
     body = {
         "status": "success", "tags": params.tags, "count": len(page), "limit": limit, "offset": offset,
         "has_more": offset + len(page) < total, "memories": [public_memory(mid, source) for mid, source in page],

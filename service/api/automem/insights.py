@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter, BackgroundTasks, Query
+from fastapi import APIRouter, Query
 
 from service.api.automem import analytics as insights
 from service.api.deps import ApiAuth, RecallDep, SettingsDep, StoreDep
@@ -19,11 +19,11 @@ log = logging.getLogger("engram.api")
 
 @router.get("/startup-recall")
 def startup_recall(
-    scope: ReadScope, service: RecallDep, settings: SettingsDep, background: BackgroundTasks,
+    scope: ReadScope, service: RecallDep, settings: SettingsDep,
     limit: int = Query(insights.STARTUP_LESSON_LIMIT, ge=1, description=f"Lessons to return (at most {insights.STARTUP_MAX_LIMIT})"),
 ) -> dict:
     """The critical lessons and system rules of the request's bank, for an agent to load at session start."""
-    body = insights.startup_recall(service, settings, scope.bank, utcnow(), limit=min(limit, insights.STARTUP_MAX_LIMIT), defer=background.add_task)
+    body = insights.startup_recall(service, settings, scope.bank, utcnow(), limit=min(limit, insights.STARTUP_MAX_LIMIT))
     log.info("startup_recall", extra={"lesson_count": body["lesson_count"], "rule_count": len(body["system_rules"]), "latency_ms": body["query_time_ms"]})
     return body
 

@@ -3,7 +3,7 @@ body goes out as is."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, Response
+from fastapi import APIRouter, Response
 
 from service.api.deps import EmbedderDep, RecallDep, SettingsDep
 from service.api.scope import ReadScope
@@ -21,13 +21,13 @@ RecallParams = query_params(RecallQuery)
 
 
 @router.get("/recall", response_model=RecallResponse, responses=ERROR_RESPONSES)
-def recall(scope: ReadScope, service: RecallDep, settings: SettingsDep, embedder: EmbedderDep, background: BackgroundTasks, emit: EmitDep,
+def recall(scope: ReadScope, service: RecallDep, settings: SettingsDep, embedder: EmbedderDep, emit: EmitDep,
            params: RecallParams) -> Response:
     """Ranked hybrid recall: vector, BM25 and metadata arms in one engine round trip, re-ranked by the
     ten weighted components; optional graph and entity expansion; current-state filtering."""
     now = utcnow()
     req = params.to_request(settings, dimension=embedder.dimension, now=now, bank=scope.bank)
-    body = service.recall(req, now, defer=background.add_task)
+    body = service.recall(req, now)
     emit.recalled(req, body)
     # The body is plain JSON types already: orjson skips FastAPI's jsonable_encoder walk.
-    return Response(dumps(body), media_type="application/json", background=background)
+    return Response(dumps(body), media_type="application/json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, BackgroundTasks, Response
+from fastapi import APIRouter, Response
 
 from service.api.hindsight import response as H
 from service.api.deps import RecallDep, SettingsDep, StoreDep
@@ -25,7 +25,7 @@ router = APIRouter(route_class=HindsightRoute, tags=["hindsight: recall"], respo
     "/v1/default/banks/{bank_id}/memories/recall", response_model=HindsightRecallResponse, summary="Recall memory", operation_id="recall_memories",
 )
 def recall(body: HindsightRecallBody, scope: ReadBank, service: RecallDep, store: StoreDep, settings: SettingsDep, registry: RegistryDep,
-           tokens: TokensDep, emit: EmitDep, background: BackgroundTasks) -> Response:
+           tokens: TokensDep, emit: EmitDep) -> Response:
     """Hybrid recall (vector, BM25, metadata and temporal arms in one engine round trip, AutoMem's
     ranking, graph expansion by budget), cut to `max_tokens` of result text."""
     started = time.perf_counter()
@@ -35,7 +35,7 @@ def recall(body: HindsightRecallBody, scope: ReadBank, service: RecallDep, store
         raise BadRequest(f"Query too long: {used} tokens exceeds maximum of {limit}. Please shorten your query.")
     now = utcnow()
     req = to_request(body, settings, bank=registry.profile(scope.bank), bank_id=scope.bank, now=now)
-    out = service.recall(req, now, defer=background.add_task)
+    out = service.recall(req, now)
     results, spent, candidates = H.shaped_results(out, tokens, body.max_tokens)
     answer: dict = {"results": H.public(results)}
     include = body.include
@@ -57,4 +57,4 @@ def recall(body: HindsightRecallBody, scope: ReadBank, service: RecallDep, store
     if warnings:
         answer["warnings"] = warnings
     emit.recalled(req, {**out, "count": len(results)})
-    return Response(dumps(answer), media_type="application/json", background=background)
+    return Response(dumps(answer), media_type="application/json")

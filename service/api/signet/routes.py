@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from scoring.components import cosine_from_lucene
 from service.api.deps import ApiAuth, LedgerDep, RecallDep, SettingsDep, StoreDep, WriterDep
@@ -51,7 +51,7 @@ FILTER_MODES = ("tag_mode", "caller_tags_only")
 SUMMARY_TYPE, SUMMARY_IMPORTANCE, SUMMARY_WHO = "session_summary", 0.8, "system"
 
 
-def _recall(service: RecallService, ledger: RecallLedger, settings, background: BackgroundTasks, emit: Emitter, bank: str, *,
+def _recall(service: RecallService, ledger: RecallLedger, settings, emit: Emitter, bank: str, *,
             query: str, limit: int, filters: dict[str, Any], time_options: M.TimeOptions | None, session_key: str | None, agent_id: str | None,
             include_recalled: bool) -> dict[str, Any]:
     started = time.perf_counter()
@@ -69,7 +69,7 @@ def _recall(service: RecallService, ledger: RecallLedger, settings, background: 
     # detail: each result carries its whole stored memory, so its rows can leave out the derived tags.
     req = M.recall_request(settings, bank=bank, query=(temporal.content_query if temporal else query) or None, limit=limit,
                            values=filters, suppress_ids=dedupe.suppress_ids, detail=True, **_window(temporal))
-    body = service.recall(req, now, defer=background.add_task)
+    body = service.recall(req, now)
     rows = [shaping.row(r, temporal=temporal) for r in body["results"]]
     rows = dedupe.finish(rows, body.get("suppressed", 0), now)
     emit.recalled(req, body)
@@ -90,39 +90,39 @@ def _window(t: Temporal | None) -> dict[str, Any]:
     return {"window": TimeWindow(t.start, t.end, t.phrase), "window_facets": t.facets, **sort}
 
 
-def _json(body: dict[str, Any], background: BackgroundTasks | None = None, warnings: list[str] | None = None) -> Response:
+def _json(body: dict[str, Any], warnings: list[str] | None = None) -> Response:
     """The answer; the unknown fields or parameters the request sent, named in `warnings` (README)."""
     if warnings:
         body = {**body, "warnings": warnings}
-    return Response(dumps(body), media_type="application/json", background=background)
+    return Response(dumps(body), media_type="application/json")
 
 
 @router.post("/api/memory/recall", response_model=M.SignetRecallResponse)
 def recall(body: M.SignetRecallBody, scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
-           background: BackgroundTasks, emit: EmitDep) -> Response:
+           emit: EmitDep) -> Response:
     """Hybrid recall (vector, BM25 and metadata arms, re-ranked) with Signet's filters, session dedupe
     (`sessionKey`, `includeRecalled`), date phrases in the query or a `time` window, and aggregate mode
     (answered with aggregate.partial: no language model here)."""
     values = M.filters(settings, type_=body.type, tags=body.tags, who=body.who, project=body.project,
                        pinned=body.pinned, importance_min=body.importance_min, since=body.since, until=body.until)
-    out = _recall(service, ledger, settings, background, emit, scope.bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+    out = _recall(service, ledger, settings, emit, scope.bank, query=body.query or "", limit=M.bounded_limit(body.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=body.time, session_key=body.sessionKey,
                   agent_id=body.agentId, include_recalled=body.includeRecalled)
     if body.aggregate:
         out["aggregate"] = shaping.aggregate(out["query"], body.aggregateBudget, out["results"])
-    return _json(out, background, body.warnings)
+    return _json(out, warnings=body.warnings)
 
 
 @router.get("/api/memory/search", response_model=M.SignetRecallResponse)
 def search(params: Annotated[M.SearchQuery, Query()], scope: SignetReadScope, service: RecallDep, ledger: LedgerDep, settings: SettingsDep,
-           background: BackgroundTasks, emit: EmitDep) -> Response:
+           emit: EmitDep) -> Response:
     """POST /api/memory/recall as a query string (spec 004: "GET-compatible alias"); `scope` names the bank."""
     values = M.filters(settings, type_=params.type, tags=params.tags, who=params.who, project=params.project,
                        pinned=params.pinned, importance_min=params.importance_min, since=params.since, until=params.until)
-    out = _recall(service, ledger, settings, background, emit, scope.bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
+    out = _recall(service, ledger, settings, emit, scope.bank, query=params.q or "", limit=M.bounded_limit(params.limit, M.DEFAULT_LIMIT, M.MAX_LIMIT),
                   filters=values, time_options=None, session_key=params.sessionKey, agent_id=params.agentId,
                   include_recalled=params.includeRecalled)
-    return _json(out, background, params.warnings)
+    return _json(out, warnings=params.warnings)
 
 
 @router.get("/memory/search")
