@@ -29,7 +29,10 @@ def memories_by_tag(scope: ReadScope, store: StoreDep, accesses: AccessDep, para
     page, total = store.page(by_tags_query(scope.bank, params.tags), BY_TAG_SORT, size=limit, offset=offset)
     # AutoMem records the access of enumerated memories too (memories_by_tag on_access); off the
     # request path, as recall does.
-    accesses.submit(scope.bank, {mid: source.get("last_accessed") for mid, source in page}, utcnow(), {})
+    now = utcnow()
+    due = store.stale_accesses({mid: source.get("last_accessed") for mid, source in page}, now)
+    if due:
+        accesses.submit(scope.bank, due, now, {})
     body = {
         "status": "success", "tags": params.tags, "count": len(page), "limit": limit, "offset": offset,
         "has_more": offset + len(page) < total, "memories": [public_memory(mid, source) for mid, source in page],
