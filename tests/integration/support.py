@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def mem(api, content: str, **fields) -> str:
@@ -57,6 +60,26 @@ def fast_api(make_client):
 def settle_accesses(api) -> None:
     """Wait until the accesses recalls handed to the app's AccessWriter are written."""
     assert api.app.state.access_writer.flush(30), "access writes still pending after 30 s"
+
+
+@contextmanager
+def held_access_writes(api) -> Iterator[threading.Event]:
+    """The app's access writes held back until the block ends; yields the event set once one is held."""
+    store = api.app.state.memories
+    entered, release = threading.Event(), threading.Event()
+    write = store.touch
+
+    def held(*args):
+        entered.set()
+        release.wait(20)
+        write(*args)
+
+    store.touch = held
+    try:
+        yield entered
+    finally:
+        release.set()
+        del store.touch
 
 
 def count_requests(api, **params) -> tuple[dict, list[str]]:

@@ -4,7 +4,6 @@ requests per route template and status, recall stage timings, engine errors, que
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import httpx
@@ -16,6 +15,7 @@ from service.errors import EngramError
 from service.storage.client import engine_errors
 from tests.conftest import TOKEN
 from tests.integration.live_server import free_port
+from tests.integration.support import held_access_writes
 
 
 def scrape(text: str) -> dict[tuple[str, tuple], float]:
@@ -146,18 +146,9 @@ def test_queue_sizes_of_enrichment_and_the_stream(make_client):
 
 def test_the_access_writers_queue(make_client):
     api = make_client(recall_access_resolution_seconds=0)
-    store, writer = api.app.state.memories, api.app.state.access_writer
+    writer = api.app.state.access_writer
     mid = api.post("/memory", json={"content": "the ladder hangs in the shed"}).json()["memory_id"]
-    entered, release = threading.Event(), threading.Event()
-    write = store.touch
-
-    def held(*args):
-        entered.set()
-        release.wait(20)
-        write(*args)
-
-    store.touch = held
-    try:
+    with held_access_writes(api) as entered:
         assert api.get("/recall", params={"query": "ladder", "limit": 3}).status_code == 200
         assert entered.wait(5)
         samples = metrics(api)
@@ -165,9 +156,6 @@ def test_the_access_writers_queue(make_client):
         writer.queue_size = 1  # full: the next recall's accesses are not queued
         assert api.get("/recall", params={"query": "ladder", "limit": 3}).status_code == 200
         assert value(metrics(api), "engram_access_writes_dropped_total") == 1
-    finally:
-        release.set()
-        del store.touch
     assert writer.flush(30) and value(metrics(api), "engram_access_writes_pending") == 0
     assert api.get(f"/memory/{mid}").json()["memory"]["last_accessed"] is not None
 

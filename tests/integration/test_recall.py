@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from service.embedding import EmbeddingError
-from tests.integration.support import count_requests, ids, recall, settle_accesses, settled
+from tests.integration.support import count_requests, held_access_writes, ids, recall, settle_accesses, settled
 from tests.integration.support import mem as put
 
 
@@ -324,23 +323,10 @@ def test_one_msearch_and_last_accessed_written(api, os_client):
 def test_a_recall_answers_without_waiting_for_its_access_write(make_client):
     """Access tracking is off the request path: the AccessWriter's thread writes while the recall answers."""
     api = make_client(recall_access_resolution_seconds=0)
-    store = api.app.state.memories
     memory_id = put(api, "the bicycle pump is in the garage")
-    entered, release = threading.Event(), threading.Event()
-    write = store.touch
-
-    def held(*args):
-        entered.set()
-        release.wait(20)
-        write(*args)
-
-    store.touch = held
-    try:
+    with held_access_writes(api) as entered:
         assert ids(recall(api, query="bicycle pump", tags="", limit=3)) == [memory_id]  # answered, the write held
         assert entered.wait(5) and not api.app.state.access_writer.flush(timeout=0.1)
-    finally:
-        release.set()
-        del store.touch
     settle_accesses(api)
     assert api.get(f"/memory/{memory_id}").json()["memory"]["last_accessed"] is not None
 
