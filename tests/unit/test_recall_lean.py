@@ -41,6 +41,14 @@ def test_doc_values_read_back_as_stored_fields():
     assert L.plain_terms({L.LEAN: True}) is None  # written before the field existed
 
 
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=50))
+def test_float_doc_values_read_back_as_round_gives_them_whatever_was_remembered(values):
+    for v in values:  # twice: the second read is the remembered one
+        for _ in range(2):
+            assert L.lean_source({"importance": [v]})["importance"] == round(v, L.FLOAT_DECIMALS)
+    assert len(L._ROUNDED) <= L.ROUNDED_KEPT
+
+
 def test_writer_stores_the_plain_terms_or_the_marker():
     with_entities = derived_fields(["t"], {"source": "Slack", "entities": {"people": ["Ann"]}})
     assert with_entities["metadata_terms"] == ["slack", "ann"]
