@@ -74,11 +74,11 @@ class Hit:
 
     @property
     def only_fallback(self) -> bool:
-        return self.arms == {"fallback"}
+        return len(self.arms) == 1 and "fallback" in self.arms  # no set built per hit
 
     @property
     def only_anchor(self) -> bool:
-        return self.arms == {"anchor"}
+        return len(self.arms) == 1 and "anchor" in self.arms
 
     def match_type(self, default: str) -> str:
         for arm in MATCH_ORDER:
