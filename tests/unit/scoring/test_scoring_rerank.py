@@ -4,10 +4,12 @@ import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scoring.context import build_context_profile
 from scoring.keywords import extract_keywords
-from scoring.rerank import GATED_COMPONENTS, Candidate, ScoredCandidate, ScoringRequest, rank, score_candidate
+from scoring.rerank import GATED_COMPONENTS, Candidate, ScoredCandidate, ScoringRequest, rank, rank_key, score_candidate, sort_scored
 from scoring.weights import Weights
 
 pytestmark = pytest.mark.unit
@@ -300,6 +302,20 @@ def test_rank_orders_by_score_then_newest_then_id():
         pytest.approx(0.09), pytest.approx(0.05), pytest.approx(0.05),
         pytest.approx(0.05), pytest.approx(0.05),
     ]
+
+
+_TIMESTAMPS = st.one_of(
+    st.none(),
+    st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2026, 1, 1), timezones=st.just(timezone.utc)),
+    st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2026, 1, 1)),  # naive: read as UTC
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 0.25, 0.5, 0.5000001, 1.0]), _TIMESTAMPS, st.sampled_from("abcde")), max_size=40))
+def test_sort_scored_is_the_order_of_rank_key(rows):
+    # Few distinct scores, timestamps and ids: ties at every level of the key.
+    scored = [ScoredCandidate(Candidate(id=i, content="", timestamp=ts), score, {}) for score, ts, i in rows]
+    assert [id(s) for s in sort_scored(scored)] == [id(s) for s in sorted(scored, key=rank_key)]
 
 
 def test_rank_of_the_worked_example_against_weaker_candidates():
