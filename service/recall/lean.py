@@ -39,10 +39,18 @@ FIELDS: tuple[str, ...] = (*SCALAR_FIELDS, *LIST_FIELDS)
 # decimals give back what a client wrote with up to seven (a float32 is exact to ~7 digits).
 FLOAT_FIELDS: frozenset[str] = frozenset({"importance", "confidence", "relevance_score"})
 FLOAT_DECIMALS = 7
-# round(v, 7) of the float fields' values, remembered: a recall rounds ~480 of them, mostly the same
-# few (0.5, 0.7, ...), and a dict lookup costs a tenth of round(). Bounded: clients may write any value.
+# round(v, 7) of the float fields' values, remembered (`_rounded`): a recall rounds ~480 of them,
+# mostly the same few (0.5, 0.7, ...), and a dict lookup costs a tenth of round(). Bounded: clients
+# may write any value.
 _ROUNDED: dict[float, float] = {}
 ROUNDED_KEPT = 4096
+LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
+NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
+# The stems fields and the names of stem_match_filter's queries: per field, "<name>" when the memory has it and
+# "<name>:<stem>" per query stem it holds. No arm names a query of its own.
+STEM_NAMES: dict[str, str] = {CONTENT_STEMS: "c", CONTEXT_STEMS: "x"}
+_STEM_FIELDS: dict[str, str] = {name: field for field, name in STEM_NAMES.items()}
+_LIST_FIELDS: frozenset[str] = frozenset(LIST_FIELDS)
 
 
 def _rounded(value: float) -> float:
@@ -52,13 +60,6 @@ def _rounded(value: float) -> float:
         if len(_ROUNDED) < ROUNDED_KEPT:
             _ROUNDED[value] = out
     return out
-LEAN = "_lean"  # marks a source built from doc values (no content, no metadata)
-NO_PLAIN_TERMS = [""]  # what writer.derived_fields stores for "no metadata terms without entities"
-# The stems fields and the names of stem_match_filter's queries: per field, "<name>" when the memory has it and
-# "<name>:<stem>" per query stem it holds. No arm names a query of its own.
-STEM_NAMES: dict[str, str] = {CONTENT_STEMS: "c", CONTEXT_STEMS: "x"}
-_STEM_FIELDS: dict[str, str] = {name: field for field, name in STEM_NAMES.items()}
-_LIST_FIELDS: frozenset[str] = frozenset(LIST_FIELDS)
 
 
 def fields_for(*, dates: bool, times: bool, thread: bool) -> tuple[str, ...]:
