@@ -13,7 +13,10 @@ placement, current state, shaping, and the teardown: from the pipeline's last st
 `RecallService.recall` is "other". Access tracking is off; with `--access` it
 runs inline (the service writes it on a thread of its own: service/storage/access_writer.py), as its own stage, and every pass's clock is set two resolutions
 (RECALL_ACCESS_RESOLUTION_SECONDS) further on, so that each page is due to be rewritten once, as on
-a store nobody has recalled from (a held-out run's questions mostly are).
+a store nobody has recalled from (a held-out run's questions mostly are). With `--embed` every recall
+embeds its question (the query cache is bypassed: `Embedder.embed_documents`, the work of a cache
+miss), as in a held-out run, whose questions are all new: stage `embed`. Run alone, a tight loop of
+the same embeddings costs less than inside recalls (docs/perf, "thirteenth session").
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX)
     parser.add_argument("--passes", type=int, default=2, help="passes over the questions; the first warms the query cache and is not reported")
     parser.add_argument("--access", action="store_true", help="record accesses inline (stage `access`), every page due (see above)")
+    parser.add_argument("--embed", action="store_true", help="embed every question, the query cache bypassed (stage `embed`; see above)")
     args = parser.parse_args(argv)
     from service.__main__ import settle_gc
     from service.api.automem.recall_models import RecallQuery
@@ -84,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     clock.wrap(service, "hydrate", "hydrate")
     clock.wrap(memories, "touch", "access")
     service.record_access = memories.touch if args.access else lambda *a: None  # inline, timed; or none
+    if args.embed:
+        embedder.embed_query = lambda text: embedder.embed_documents([text])[0]  # a cache miss every time
+        clock.wrap(embedder, "embed_query", "embed")
     clock.wrap(client.transport.serializer, "loads", "decode")
     clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
     clock.wrap(retrieval.Hit, "candidate", "candidates")
@@ -117,13 +124,18 @@ def main(argv: list[str] | None = None) -> int:
             ended = time.thread_time()
             clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
     runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs
-    stages = ["msearch", "decode", "hydrate", *(["access"] if args.access else []), "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
-    print(f"{len(runs)} recalls (query cache warm), thread CPU ms per recall:")
+    stages = [*(["embed"] if args.embed else []), "msearch", "decode", "hydrate", *(["access"] if args.access else []), "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
+    print(f"{len(runs)} recalls ({'every question embedded' if args.embed else 'query cache warm'}), thread CPU ms per recall:")
     print("| stage | p50 | mean |\n|---|---|---|")
     for stage in stages:
         values = [r.get(stage, 0.0) for r in runs]
         note = " (inside msearch)" if stage == "decode" else ""
         print(f"| {stage}{note} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} |")
+    if args.embed:  # the same texts embedded one after the other, nothing in between
+        started = time.thread_time()
+        for _, question, _ in qs:
+            embedder.embed_documents([question])
+        print(f"the same {len(qs)} questions embedded in a tight loop: {(time.thread_time() - started) * 1000 / len(qs):.3f} ms each")
     client.close()
     return 0
 
