@@ -44,3 +44,16 @@ def read_stems(values: list | None) -> frozenset[str] | None:
     if values is None:
         return None
     return frozenset() if values == NO_STEMS else frozenset(values)
+
+
+def stored_stems(source: Mapping[str, Any]) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """The stem sets of a whole stored memory's content and thread context, read from the fields
+    `with_stems` wrote, so that ranking does not stem its texts again; (None, None) when they do not
+    stand for its texts (written before the fields, or a thread context without its stems): ranking
+    stems the texts then."""
+    content = read_stems(source.get(CONTENT_STEMS))
+    if content is None:
+        return None, None
+    if CONTEXT_STEMS in source:
+        return content, read_stems(source[CONTEXT_STEMS])
+    return (content, None) if not source.get("thread_context") else (None, None)

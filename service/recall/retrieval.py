@@ -16,7 +16,7 @@ from scoring.components import cosine_from_lucene
 from scoring.context import ContextProfile
 from scoring.keywords import topic_keywords
 from scoring.rerank import Candidate
-from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS, read_stems
+from service.memory.stems import CONTENT_STEMS, CONTEXT_STEMS, read_stems, stored_stems
 from service.recall import lean as L
 from service.recall import queries as Q
 from service.filters import clauses as C
@@ -91,6 +91,8 @@ class Hit:
         get = s.get
         arms = self.arms
         lean = LEAN in s
+        # A lean hit's stems are the query's among them (lean.lean_source); a whole memory's, all of them.
+        content_stems, context_stems = (read_stems(get(CONTENT_STEMS)), read_stems(get(CONTEXT_STEMS))) if lean else stored_stems(s)
         return Candidate(
             id=self.id,
             content="" if lean else get("content", ""),
@@ -112,8 +114,8 @@ class Hit:
             match_type=self.match_type(default_match),
             thread_context="" if lean else (get("thread_context") or ""),
             date_terms=tuple(get("date_terms") or ()),
-            content_stems=read_stems(get(CONTENT_STEMS)) if lean else None,
-            context_stems=read_stems(get(CONTEXT_STEMS)) if lean else None,
+            content_stems=content_stems,
+            context_stems=context_stems,
         )
 
 

@@ -220,6 +220,33 @@ def test_the_stored_stems_give_the_share_the_texts_give(keywords, content, conte
     assert got == planned_share_in_thread(plan, text, ctx or None, weight)
 
 
+@pytest.mark.parametrize(("source", "want"), [
+    ({"content": "red car"}, (None, None)),  # written before the fields: ranking stems the texts
+    ({"content_stems": ["car", "red"], "context_stems": ["blue"]}, ({"car", "red"}, {"blue"})),
+    ({"content_stems": [""], "context_stems": [""]}, (frozenset(), frozenset())),  # texts without a stem
+    ({"content_stems": ["car"], "context_stems": None}, ({"car"}, None)),  # no thread context
+    ({"content_stems": ["car"]}, ({"car"}, None)),  # nor a field for one
+    ({"content_stems": ["car"], "thread_context": "she painted"}, (None, None)),  # a context without its stems
+])
+def test_a_whole_memory_gives_its_stored_stems_when_they_stand_for_its_texts(source, want):
+    assert M.stored_stems(source) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(keywords=st.lists(words, min_size=1, max_size=5, unique=True), content=st.lists(words, max_size=8),
+       context=st.none() | st.lists(words, max_size=6), weight=st.sampled_from([0.0, 0.3, 1.0]))
+def test_a_whole_memory_scores_the_same_from_its_stored_stems_as_from_its_texts(keywords, content, context, weight):
+    """A stored memory (the metadata arm's, the page's, an expanded one) ranks from the stems its write
+    stored, as it ranked from its texts."""
+    texts = {"content": " ".join(content), "thread_context": None if context is None else " ".join(context)}
+    written = M.with_stems(texts)
+    req = ScoringRequest(query=" ".join(keywords), keywords=tuple(keywords), now=NOW, thread_context_weight=weight)
+    from_stems = retrieval.Hit("m", written, arms={"metadata"}).candidate("metadata")
+    from_texts = retrieval.Hit("m", texts, arms={"metadata"}).candidate("metadata")
+    assert from_stems.content_stems is not None and from_texts.content_stems is None
+    assert score_candidate(from_stems, req).components["keyword"] == score_candidate(from_texts, req).components["keyword"]
+
+
 def test_a_lean_hit_scores_as_its_stored_memory():
     metadata = {"source": "slack", "entities": {"people": ["Caroline"]}}
     stored = {"content": "Caroline went to the support group", "tags": ["Locomo:conv-26", "entity:people:caroline"],
