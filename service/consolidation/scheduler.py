@@ -20,6 +20,7 @@ from service.config import Settings
 from service.consolidation.runner import Consolidator, affected_count
 from service.clock.instants import iso
 from service.errors import EngineUnavailable
+from service.observability.outage import Outage
 from service.storage.history import TASKS, HistoryStore
 
 log = logging.getLogger("engram.consolidation")
@@ -72,6 +73,7 @@ class ConsolidationService:
             "forget": settings.consolidation_forget_interval_seconds,
         }
         self._run_lock = threading.Lock()
+        self.outage = Outage(log, what="consolidation scheduler", waiting="due tasks run when it is back")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -102,16 +104,19 @@ class ConsolidationService:
         return result
 
     def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        """Run every due task of every bank once; a task another replica claimed first is left to it."""
+        """Run every due task of every bank once; a task another replica claimed first is left to it.
+        EngineUnavailable after the others when a bank's tick met the engine away."""
         now = now or utcnow()
-        results = []
+        results, away = [], None
         for bank in self.banks():
             try:
                 results += self.tick_bank(bank, now)
-            except EngineUnavailable as exc:
-                log.warning("consolidation tick of bank %s skipped: %s", bank, exc)
+            except EngineUnavailable as exc:  # the others still run; the tick then reports it once
+                away = away or EngineUnavailable(f"bank {bank}: {exc}")
             except Exception:  # noqa: BLE001 - one bank's failure must not starve the others
                 log.exception("consolidation tick of bank %s failed", bank)
+        if away is not None:
+            raise away
         return results
 
     def tick_bank(self, bank: str, now: datetime) -> list[dict[str, Any]]:
@@ -176,9 +181,11 @@ class ConsolidationService:
         log.info("consolidation scheduler started (tick %s s)", self.settings.consolidation_tick_seconds)
         while not self._stop.wait(self.settings.consolidation_tick_seconds):
             try:
-                self.tick()
-            except EngineUnavailable as exc:  # an outage (or a store being dropped): one line, no traceback
-                log.warning("consolidation scheduler tick skipped: %s", exc)
+                with self.outage.quiet():
+                    self.tick()
+                self.outage.recovered()
+            except EngineUnavailable as exc:  # an outage (or a store being dropped): a line when it starts and ends
+                self.outage.failed(str(exc))  # the tick is the pace: no back-off of its own
             except Exception:  # noqa: BLE001 - a failed tick is retried at the next one
                 log.exception("consolidation scheduler tick failed")
 

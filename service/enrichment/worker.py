@@ -29,8 +29,8 @@ from service.enrichment import plan
 from service.enrichment.edges import plan_edges, write_edges
 from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
 from service.enrichment.jobs import Job, JobQueue
-from service.enrichment.outage import Outage
 from service.errors import EngineUnavailable
+from service.observability.outage import Outage
 from service.enrichment.stats import Tally, local_pipeline_status
 from service.enrichment.pacing import pause_after
 from service.storage.bootstrap import add_field_mapping
@@ -150,7 +150,8 @@ class EnrichmentWorker:
         jobs = self.jobs.take(self.settings.enrichment_batch_size, self.settings.enrichment_idle_sleep_seconds)
         if not jobs and (self.jobs.backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
             try:
-                self.scan()
+                with self.outage.quiet():
+                    self.scan()
                 self.outage.recovered()
             except EngineUnavailable as exc:
                 self._stop.wait(self.outage.failed(exc.message))
@@ -166,10 +167,11 @@ class EnrichmentWorker:
             started = time.perf_counter()
             away = None
             try:
-                if self._mapping_pending:
-                    self._ensure_mapping()
-                    self._mapping_pending = False
-                self.process(jobs)
+                with self.outage.quiet():
+                    if self._mapping_pending:
+                        self._ensure_mapping()
+                        self._mapping_pending = False
+                    self.process(jobs)
                 self.outage.recovered()
             except EngineUnavailable as exc:
                 away = exc  # not the memories' fault: they wait, their attempts unspent
