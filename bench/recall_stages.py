@@ -17,6 +17,11 @@ a store nobody has recalled from (a held-out run's questions mostly are). With `
 embeds its question (the query cache is bypassed: `Embedder.embed_documents`, the work of a cache
 miss), as in a held-out run, whose questions are all new: stage `embed`. Run alone, a tight loop of
 the same embeddings costs less than inside recalls (docs/perf, "thirteenth session").
+
+With `--kinds unscoped,tag,window,expand,embed` the questions are bench.latency's query set instead
+(bench/queries.py, its cached embeddings sent as the `embedding` parameter but for `embed`), over
+its corpus: `--prefix bench-lat-100000` for the 100k one. Each kind is reported apart, graph
+expansion (`expand`) and the relations of the page (`relations`) as stages of their own.
 """
 
 from __future__ import annotations
@@ -39,24 +44,32 @@ class StageClock:
     def __init__(self) -> None:
         self.current: dict[str, float] = defaultdict(float)
         self.runs: list[dict[str, float]] = []
+        self.depth = 0
 
-    def wrap(self, owner, attr: str, stage: str) -> None:
+    def wrap(self, owner, attr: str, stage: str, *, inner_stage: bool = False) -> None:
+        """A stage is the outermost timed call (the `_msearch` graph expansion sends is `expand`'s);
+        an `inner_stage` (decode) is counted wherever it runs, as a part of its caller's."""
         inner = getattr(owner, attr)
 
         def timed(*args, **kwargs):
+            if self.depth and not inner_stage:
+                return inner(*args, **kwargs)
+            self.depth += not inner_stage
             started = time.thread_time()
             try:
                 return inner(*args, **kwargs)
             finally:
                 self.current[stage] += (time.thread_time() - started) * 1000
+                self.depth -= not inner_stage
 
         setattr(owner, attr, timed)
 
-    def close(self, total_ms: float, teardown_ms: float) -> None:
-        row = dict(self.current)
+    def close(self, total_ms: float, teardown_ms: float, group: str) -> None:
+        row: dict = dict(self.current)
         row["teardown"] = teardown_ms
-        row["other"] = total_ms - sum(v for k, v in row.items() if k not in ("decode",))  # decode is inside msearch
+        row["other"] = total_ms - sum(v for k, v in row.items() if k != "decode")  # decode is inside msearch
         row["total"] = total_ms
+        row["group"] = group
         self.runs.append(row)
         self.current = defaultdict(float)
 
@@ -68,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=2, help="passes over the questions; the first warms the query cache and is not reported")
     parser.add_argument("--access", action="store_true", help="record accesses inline (stage `access`), every page due (see above)")
     parser.add_argument("--embed", action="store_true", help="embed every question, the query cache bypassed (stage `embed`; see above)")
+    parser.add_argument("--kinds", help="bench.latency's query kinds instead of the LoCoMo questions, comma-separated (see above)")
     args = parser.parse_args(argv)
     from service.__main__ import settle_gc
     from service.api.automem.recall_models import RecallQuery
@@ -91,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.embed:
         embedder.embed_query = lambda text: embedder.embed_documents([text])[0]  # a cache miss every time
         clock.wrap(embedder, "embed_query", "embed")
-    clock.wrap(client.transport.serializer, "loads", "decode")
+    clock.wrap(client.transport.serializer, "loads", "decode", inner_stage=True)
     clock.wrap(pipeline.retrieval, "parse_responses", "parse_responses")
     clock.wrap(retrieval.Hit, "candidate", "candidates")
     clock.wrap(pipeline, "rank", "rank")
@@ -108,33 +122,45 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     pipeline.shaping.response_body = marked  # the module attribute the pipeline calls
-    qs = questions(json.loads(DEFAULT_DATA.read_text()))
+    clock.wrap(service, "expand", "expand")
+    clock.wrap(service, "relations", "relations")
+    if args.kinds:
+        from bench.queries import build
+
+        kinds = args.kinds.split(",")
+        qs = [(q.kind, q.recall_params(with_embedding=q.kind != "embed"), None) for q in build(215, embedder) if q.kind in kinds]
+    else:
+        qs = [(f"locomo:{sample_id}", {"query": question, "tags": f"locomo:{sample_id}", "limit": "10"}, None)
+              for sample_id, question, _ in questions(json.loads(DEFAULT_DATA.read_text()))]
     settle_gc()  # as the service runs (service/__main__.py): a recall's objects die before a collection
     # Past every access stored before: each run starts two resolutions after the latest of them.
     stored = memories.search({"size": 0, "aggs": {"last": {"max": {"field": "last_accessed"}}}})["aggregations"]["last"]["value"]
     due = timedelta(seconds=2 * settings.recall_access_resolution_seconds)
     start = max(datetime.now(UTC), datetime.fromtimestamp((stored or 0) / 1000, UTC)) if args.access else None
     for n in range(args.passes):
-        for sample_id, question, _ in qs:
+        for group, params, _ in qs:
             now = datetime.now(UTC) if start is None else start + due * (n + 1)
-            req = RecallQuery.model_validate({"query": question, "tags": f"locomo:{sample_id}", "limit": "10"}).to_request(
-                settings, dimension=embedder.dimension, now=now, bank=settings.default_bank)
+            req = RecallQuery.model_validate(params).to_request(settings, dimension=embedder.dimension, now=now, bank=settings.default_bank)
             started = time.thread_time()
             service.recall(req, now)
             ended = time.thread_time()
-            clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000)
+            clock.close((ended - started) * 1000, (ended - last_step[0]) * 1000, group)
     runs = clock.runs[len(qs):] if args.passes > 1 else clock.runs
-    stages = [*(["embed"] if args.embed else []), "msearch", "decode", "hydrate", *(["access"] if args.access else []), "parse_responses", "candidates", "rank", "neighbour_bonus", "placement", "current_state", "shaping", "teardown", "other", "total"]
-    print(f"{len(runs)} recalls ({'every question embedded' if args.embed else 'query cache warm'}), thread CPU ms per recall:")
-    print("| stage | p50 | mean |\n|---|---|---|")
+    stages = [*(["embed"] if args.embed else []), "msearch", "decode", "hydrate", *(["access"] if args.access else []), "parse_responses", "candidates", "rank", "neighbour_bonus", "expand", "relations", "placement", "current_state", "shaping", "teardown", "other", "total"]
+    groups = args.kinds.split(",") if args.kinds else [None]
+    print(f"{len(runs)} recalls ({'every question embedded' if args.embed else 'query cache warm'}), thread CPU ms per recall, p50 / mean:")
+    print("| stage | " + " | ".join(g or "all" for g in groups) + " |\n|---|" + "---|" * len(groups))
     for stage in stages:
-        values = [r.get(stage, 0.0) for r in runs]
-        note = " (inside msearch)" if stage == "decode" else ""
-        print(f"| {stage}{note} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} |")
+        cells = []
+        for g in groups:
+            values = [r.get(stage, 0.0) for r in runs if g is None or r["group"] == g] or [0.0]
+            cells.append(f"{statistics.median(values):.3f} / {statistics.fmean(values):.3f}")
+        note = " (inside the others)" if stage == "decode" else ""
+        print(f"| {stage}{note} | " + " | ".join(cells) + " |")
     if args.embed:  # the same texts embedded one after the other, nothing in between
         started = time.thread_time()
-        for _, question, _ in qs:
-            embedder.embed_documents([question])
+        for _, params, _ in qs:
+            embedder.embed_documents([params["query"]])
         print(f"the same {len(qs)} questions embedded in a tight loop: {(time.thread_time() - started) * 1000 / len(qs):.3f} ms each")
     client.close()
     return 0
