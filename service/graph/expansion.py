@@ -19,7 +19,7 @@ The selection rules (per-seed cap, total cap, bridges, entity order) are pure fu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
@@ -50,8 +50,9 @@ COSINE_KEY = "_cosine"
 # an expansion_limit of at most 500.
 MAX_TARGET_FETCH = 10_000
 
-# make_candidates([(id, source)], match_type) -> Candidates (cosine from COSINE_KEY when the query has a vector).
-MakeCandidates = Callable[[Sequence[tuple[str, dict]], str], list[Candidate]]
+# make_candidates([(id, source)], match_type, {id: relation score}) -> Candidates (cosine from
+# COSINE_KEY when the query has a vector), match_type and relation component set.
+MakeCandidates = Callable[[Sequence[tuple[str, dict]], str, Mapping[str, float]], list[Candidate]]
 
 
 # --- relation expansion: pure ----------------------------------------------------------------------
@@ -230,13 +231,14 @@ class GraphExpander:
         bank: str,
         req: ExpansionRequest,
         seeds: Sequence[ScoredCandidate],
-        sources: Mapping[str, dict],
+        source_of: Callable[[str], dict],
         flt: dict,
         scoring: ScoringRequest,
         make_candidates: MakeCandidates,
     ) -> ExpansionOutcome:
-        """`flt` is the filter expanded memories must pass (seeds' filters, strictly current state, the
-        tag scope only with expand_respect_tags). Seeds are never filtered here."""
+        """`source_of(id)` is a seed's source ({} when unknown); `flt` is the filter expanded memories
+        must pass (seeds' filters, strictly current state, the tag scope only with
+        expand_respect_tags). Seeds are never filtered here."""
         out = ExpansionOutcome()
         seen = {s.candidate.id for s in seeds}
         budget = req.expansion_limit
@@ -256,7 +258,7 @@ class GraphExpander:
                 "relation_limit": req.relation_limit, "expansion_limit": req.expansion_limit, "respect_tags": req.respect_tags,
             }
         if req.entities:
-            entity_sources = [sources.get(s.candidate.id, {}) for s in seeds] + [out.extras[s.candidate.id]["source"] for s in out.relation]
+            entity_sources = [source_of(s.candidate.id) for s in seeds] + [out.extras[s.candidate.id]["source"] for s in out.relation]
             entities = collect_entities(entity_sources)
             picked = self._entity_hits(req, entities[:ENTITY_LIMIT], flt, seen, budget) if budget > 0 and entities else []
             picked_sources = {mid: (source, entity) for mid, source, entity in picked}
@@ -315,8 +317,7 @@ class GraphExpander:
         if not items:
             return []
         scored = []
-        for c in make_candidates(items, match_type):
-            c = replace(c, relation=(relation or {}).get(c.id, 0.0), match_type=match_type)
+        for c in make_candidates(items, match_type, relation or {}):
             s = score_candidate(c, scoring)
             if bonus:
                 s = ScoredCandidate(candidate=s.candidate, final_score=s.final_score + bonus, components={**s.components, "entity_expansion": bonus})

@@ -107,9 +107,14 @@ class Pool:
         return {mid: self.source(mid) for mid in {*self.hits, *self.extras}}
 
 
-def candidate_of(mid: str, source: dict, match_type: str) -> Candidate:
+def make_expanded(items: Sequence[tuple[str, dict]], match_type: str, relation: Mapping[str, float]) -> list[Candidate]:
+    """The expander's candidates (graph.expansion.MakeCandidates): each its own copy of the source."""
+    return [candidate_of(mid, dict(source), match_type, relation.get(mid, 0.0)) for mid, source in items]
+
+
+def candidate_of(mid: str, source: dict, match_type: str, relation: float = 0.0) -> Candidate:
     """A memory the arms did not return (chain head, expanded memory); its cosine came as a script field."""
-    return Hit(mid, source, cosine=source.get(COSINE_KEY)).candidate(match_type)
+    return Hit(mid, source, cosine=source.get(COSINE_KEY)).candidate(match_type, relation)
 
 
 class RecallService:
@@ -384,7 +389,7 @@ class RecallService:
             expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
             respect_tags=req.expand_respect_tags, min_score=req.min_score, text=first.scoring.query or None, vector=first.vector,
         )
-        outcome = self.expander.expand(req.bank, ask, seeds, pool.sources, flt, first.scoring, lambda items, match: [candidate_of(m, dict(s), match) for m, s in items])
+        outcome = self.expander.expand(req.bank, ask, seeds, pool.source, flt, first.scoring, make_expanded)
         pool.extras.update(outcome.extras)
         return outcome
 

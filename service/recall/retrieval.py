@@ -86,7 +86,7 @@ class Hit:
                 return default if arm in _DEFAULT_MATCH_ARMS else _ARM_MATCH.get(arm, arm)
         return default
 
-    def candidate(self, default_match: str) -> Candidate:
+    def candidate(self, default_match: str, relation: float = 0.0) -> Candidate:
         s = self.source
         get = s.get
         arms = self.arms
@@ -112,6 +112,7 @@ class Hit:
             in_keyword_arm="keyword" in arms,
             in_metadata_arm="metadata" in arms,
             match_type=self.match_type(default_match),
+            relation=relation,
             thread_context="" if lean else (get("thread_context") or ""),
             date_terms=tuple(get("date_terms") or ()),
             content_stems=content_stems,
