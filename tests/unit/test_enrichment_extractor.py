@@ -94,3 +94,13 @@ def test_shipped_lists_on_agent_memories():
     assert extract_entities("Caroline has lived in Stockholm, Sweden since she joined Spotify.", gaz) == {
         "people": ["Caroline"], "places": ["Stockholm", "Sweden"], "tools": ["Spotify"],
     }
+
+
+def test_calendar_words_are_not_entities_in_german_either():
+    # German capitalises its month and day names: "März" became entity:concepts:marz and "Freitag"
+    # (a surname in the census list) a person, as English ones would without the common words.
+    gaz = load_gazetteer()
+    assert extract_entities("Zoë bought a café in Köln in März 2024.", gaz) == {"places": ["Köln"]}
+    assert extract_entities("We met Amy on Freitag and again in Dezember in Berlin.", gaz) == {
+        "people": ["Amy"], "places": ["Berlin"],
+    }
