@@ -85,7 +85,7 @@ class EnrichmentWorker:
         self._dirty = False  # enrichment writes not yet visible to searches
         self._last_scan = 0.0
         self._stop = threading.Event()
-        self.outage = Outage(log)  # the engine away: one line out, one back, back-off between
+        self.outage = Outage(log, what="enrichment", waiting="memories stay pending")  # the engine away: one line out, one back, back-off between
         self._mapping_pending = False  # the enrichment mapping is still to be put (the engine was away at start)
         self._threads: list[threading.Thread] = []
 

@@ -22,7 +22,7 @@ MAX_PAUSE_S = 60.0
 class Outage:
     """`what` names the worker in its two lines ("enrichment"); `waiting` says what waits meanwhile."""
 
-    def __init__(self, log: logging.Logger, *, what: str = "enrichment", waiting: str = "memories stay pending",
+    def __init__(self, log: logging.Logger, *, what: str, waiting: str,
                  clock: Callable[[], float] = time.monotonic, first: float = FIRST_PAUSE_S, cap: float = MAX_PAUSE_S):
         self.log, self.what, self.waiting = log, what, waiting
         self.clock, self.first, self.cap = clock, first, cap

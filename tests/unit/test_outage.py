@@ -20,7 +20,7 @@ class Clock:
 
 def test_one_line_out_one_line_back_and_a_capped_back_off(caplog):
     clock = Clock()
-    outage = Outage(logging.getLogger("test.outage"), clock=clock, first=1.0, cap=8.0)
+    outage = Outage(logging.getLogger("test.outage"), what="enrichment", waiting="memories stay pending", clock=clock, first=1.0, cap=8.0)
     outage.recovered()  # nothing to report while the engine is up
     with caplog.at_level(logging.INFO, logger="test.outage"):
         pauses = [outage.failed("OpenSearch is unreachable") for _ in range(6)]
@@ -58,7 +58,7 @@ def test_quiet_mutes_the_engine_client_only_while_the_outage_is_known(caplog):
     def failed_request():
         engine.warning(ENGINE_REQUEST_FAILED, "POST", "http://127.0.0.1:9/engram-memories/_search", "N/A", 0.0)
 
-    outage = Outage(logging.getLogger("test.outage"))
+    outage = Outage(logging.getLogger("test.outage"), what="enrichment", waiting="memories stay pending")
     with caplog.at_level(logging.INFO):
         with outage.quiet():
             failed_request()  # the first failure: the client's line says what failed
