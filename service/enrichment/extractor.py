@@ -36,6 +36,8 @@ CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "pr
 MAX_WORDS = 6
 # Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
 MAX_TEXT = 20_000
+# Unaccented place names shorter than this are words ("Göd" is "god", "Çat" "cat").
+MIN_UNACCENTED = 4
 # Cities at least this large are places without a cue ("Paris"); smaller ones need "in" / "to" / ...
 MAJOR_CITY_POPULATION = 1_000_000
 
@@ -59,6 +61,8 @@ class Gazetteer:
     last_names: frozenset[str]
     major_places: frozenset[str]
     minor_places: frozenset[str]
+    # Place names without their accents (place_key), where that differs: "Zurich", "Sao Paulo".
+    unaccented_places: frozenset[str]
     tools: frozenset[str]
     tools_capitalized: frozenset[str]
     organizations: frozenset[str]
@@ -79,7 +83,15 @@ class Gazetteer:
         for name in cls.__dataclass_fields__:
             items = lists.get(name, ())
             values[name] = frozenset(items if name in exact else (str(i).lower() for i in items))
+        places = values["major_places"] | values["minor_places"]
+        values["unaccented_places"] = frozenset(k for p in places if len(k := place_key(p)) >= MIN_UNACCENTED and k not in places)
         return cls(**values)
+
+
+def place_key(name: str) -> str:
+    """A place name without its accents ("zurich" for "Zürich"); letters that do not decompose ("ø",
+    "ł") are kept."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", name.lower()) if not unicodedata.combining(ch))
 
 
 def slugify(name: str) -> str:
@@ -252,6 +264,8 @@ class _Extraction:
             return "projects"
         if lowered in g.minor_places and (prev in g.locative_cues or first not in g.first_names):
             return "places"
+        if prev in g.locative_cues and place_key(lowered) in g.unaccented_places:
+            return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             return "people"
         if initial and n == 1:

@@ -104,3 +104,23 @@ def test_calendar_words_are_not_entities_in_german_either():
     assert extract_entities("We met Amy on Freitag and again in Dezember in Berlin.", gaz) == {
         "people": ["Amy"], "places": ["Berlin"],
     }
+
+
+def test_a_place_written_without_its_accents_is_a_place_after_a_locative_cue():
+    # English text drops accents ("Zurich", "Sao Paulo"); GeoNames spells them "Zürich", "São Paulo".
+    gaz = Gazetteer.from_lists(minor_places=["Zürich", "Göd", "Medellín"], last_names=["Medellin"], locative_cues=["to", "in"])
+    assert extract_entities("We moved to Zurich last year.", gaz) == {"places": ["Zurich"]}
+    assert extract_entities("We moved to Zürich last year.", gaz) == {"places": ["Zürich"]}
+    # Unaccented, a town's name may be a word or a name: without the cue it is not read as the town.
+    assert extract_entities("I met Medellin at work.", gaz) == {"people": ["Medellin"]}
+    assert extract_entities("They flew to Medellin.", gaz) == {"places": ["Medellin"]}
+    # Too short to be told from a word.
+    assert extract_entities("They prayed to God.", gaz) == {"concepts": ["God"]}
+
+
+def test_cities_in_their_own_languages_and_without_accents_are_places():
+    gaz = load_gazetteer()
+    # "Wien" is a surname in the census list and GeoNames knows the city as "Vienna".
+    assert extract_entities("Im Dezember fahren wir nach Wien.", gaz) == {"places": ["Wien"]}
+    assert extract_entities("She flew to Sao Paulo and then to Reykjavik.", gaz) == {"places": ["Reykjavik", "Sao Paulo"]}
+    assert entity_tags(extract_entities("A week in Zurich, a week in Zürich.", gaz)) == ["entity:places:zurich"]
