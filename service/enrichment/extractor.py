@@ -17,7 +17,8 @@ How a span is read, in order (first rule that applies wins):
   a surname alone / "First Last"          -> people
   any other capitalised span mid-sentence -> concepts
 A capitalised word that starts a sentence is kept only when a list knows it (sentence case says
-nothing about it).
+nothing about it); so is any capitalised word alone in a German text (`nouns_capitalised`), where
+every noun is capitalised.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ MAX_WORDS = 6
 MAX_TEXT = 20_000
 # Unaccented place names shorter than this are words ("Göd" is "god", "Çat" "cat").
 MIN_UNACCENTED = 4
+# A text is read as one that capitalises its nouns when this many different words of it, and this
+# share of its words, are that language's function words ("und", "nicht", "wir", ...).
+NOUN_LANGUAGE_MIN_WORDS = 3
+NOUN_LANGUAGE_MIN_SHARE = 0.12
 # Cities at least this large are places without a cue ("Paris"); smaller ones need "in" / "to" / ...
 MAJOR_CITY_POPULATION = 1_000_000
 
@@ -51,6 +56,8 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
+_GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
+_GERMAN_NAME_FOLLOWERS = frozenset({"und", "war", "wird", "kann", "will", "muss", "soll", "mag"})
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class Gazetteer:
     locative_cues: frozenset[str]
     tool_cues: frozenset[str]
     common_words: frozenset[str]
+    # Function words of a language that capitalises every noun (German): see `nouns_capitalised`.
+    noun_language_words: frozenset[str]
 
     @classmethod
     def from_lists(cls, **lists) -> "Gazetteer":
@@ -135,10 +144,19 @@ def _bare(word: str) -> str:
     return _POSSESSIVE.sub("", word)
 
 
+def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
+    """Whether the text is in a language that capitalises its nouns (German): there a capitalised
+    word says little more than its sentence position does in English."""
+    cues = [w for t in tokens if (w := t.text.lower()) in gaz.noun_language_words]
+    return len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens)
+
+
 class _Extraction:
     def __init__(self, text: str, gaz: Gazetteer):
         self.text = text
         self.gaz = gaz
+        self.tokens = _tokens(text)
+        self.capitalised_nouns = nouns_capitalised(self.tokens, gaz)
         self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
         self.taken: list[tuple[int, int]] = []
 
@@ -190,7 +208,7 @@ class _Extraction:
             self.taken.append(m.span())
 
     def spans(self) -> None:
-        tokens = _tokens(self.text)
+        tokens = self.tokens
         i = 0
         while i < len(tokens):
             tok = tokens[i]
@@ -224,14 +242,17 @@ class _Extraction:
         if not words or len(words) > MAX_WORDS:
             return
         words[-1] = _bare(words[-1])
+        if self.capitalised_nouns and len(words) > 1 and words[-1].lower() in self.gaz.first_names and words[0].lower() not in self.gaz.first_names:
+            i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
+            words = words[-1:]
         initial = _sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
         category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev)
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
-        if category == "projects" and words[-1].lower() in self.gaz.project_cues and len(words) > 1:
-            words = words[:-1]
+        if category == "projects" and len(words) > 1:
+            words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
         if category:
             self.add(category, " ".join(words))
 
@@ -242,6 +263,8 @@ class _Extraction:
         if _POSSESSIVE.search(tok.text) or not rest.strip() or not rest[:1].isspace():
             return True
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        if self.capitalised_nouns and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
+            return True  # "Lena zieht ...", "Tom und Anna"
         return _capitalised(nxt) or nxt.lower() in _NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
     def classify(self, words: list[str], initial: bool, prev: str) -> str | None:
@@ -260,14 +283,15 @@ class _Extraction:
             return "organizations"
         if n >= 2 and (last in g.place_suffixes or first in g.place_prefixes):
             return "places"
-        if prev in g.project_cues or (n >= 2 and last in g.project_cues):
+        if prev in g.project_cues or (n >= 2 and (first in g.project_cues or last in g.project_cues)):
             return "projects"
         if lowered in g.minor_places and (prev in g.locative_cues or first not in g.first_names):
             return "places"
         if prev in g.locative_cues and place_key(lowered) in g.unaccented_places:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
-            return "people"
+            # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
+            return None if self.capitalised_nouns and n == 1 and prev in _ARTICLES else "people"
         if initial and n == 1:
             return None  # sentence case: an unknown first word is just a word
         if prev in g.tool_cues:
@@ -276,6 +300,10 @@ class _Extraction:
             return "tools"
         if n == 1 and name.rstrip("+").isupper() and len(name.rstrip("+")) >= 2:
             return "concepts"
+        if self.capitalised_nouns:
+            # Its nouns are capitalised: a word no list knows is a noun ("Koch", "Garten" and "Sommer"
+            # are census surnames), a span of them a name of some kind ("Deutsche Bahn").
+            return None if n == 1 else "concepts"
         if n == 1 and first in g.last_names:
             return "people"
         if n == 2 and last in g.last_names and not any(w.isupper() for w in words):
@@ -299,6 +327,11 @@ _TECH_LOWER = frozenset({
     "prometheus", "nginx", "heroku", "vercel", "cloudflare", "ollama", "langchain", "kotlin", "haskell", "elixir",
     "erlang", "clojure", "redis", "kafka", "cassandra", "elasticsearch", "opensearch", "qdrant", "falkordb", "sqlite",
     "mysql", "mongodb", "postgresql", "typescript", "javascript", "svelte", "laravel", "ubuntu", "debian", "linux",
+})
+# German articles, alone or in a preposition ("im" = "in dem"): what follows is a noun, not a name.
+_ARTICLES = frozenset({
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
+    "im", "ins", "am", "zum", "zur", "beim", "vom",
 })
 # After a capitalised name that starts a sentence, these words make it a subject or vocative
 # ("Jon is ...", "Luna and Oliver"); any other lowercase word makes it an ordinary word ("Hang in").
@@ -327,11 +360,18 @@ def _canonical(gaz: Gazetteer) -> dict[str, str]:
     return {n.lower(): n for n in data["tools"] + data["organizations"]}
 
 
+def _clipped(text: str) -> str:
+    """The first MAX_TEXT characters, without a word the cut went through ("Sa" of "Sarah")."""
+    if len(text) <= MAX_TEXT or text[MAX_TEXT].isspace():
+        return text[:MAX_TEXT]
+    return re.sub(r"\S+$", "", text[:MAX_TEXT])
+
+
 def extract_entities(text: str, gazetteer: Gazetteer) -> dict[str, list[str]]:
     """{category: sorted names} for the categories with at least one name (AutoMem writes only those)."""
     if not isinstance(text, str) or not text.strip():
         return {}
-    run = _Extraction(text[:MAX_TEXT], gazetteer)
+    run = _Extraction(_clipped(text), gazetteer)
     run.quoted()
     run.known_lowercase()
     run.spans()
@@ -374,4 +414,5 @@ def load_gazetteer() -> Gazetteer:
         locative_cues=data["locative_cues"],
         tool_cues=data["tool_cues"],
         common_words=data["common_words"],
+        noun_language_words=data["noun_language_words"],
     )

@@ -3,9 +3,11 @@ built in the test (the extractor is pure), plus the shipped lists on a few memor
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from service.enrichment.extractor import Gazetteer, entity_tags, extract_entities, load_gazetteer, slugify
+from service.enrichment.extractor import MAX_TEXT, Gazetteer, entity_tags, extract_entities, load_gazetteer, slugify
 
 GAZ = Gazetteer.from_lists(
     first_names=["Sarah", "Rachel", "Jon", "Mel", "Amy", "Ed", "Paris", "Hang", "Young", "Florence"],
@@ -124,3 +126,43 @@ def test_cities_in_their_own_languages_and_without_accents_are_places():
     assert extract_entities("Im Dezember fahren wir nach Wien.", gaz) == {"places": ["Wien"]}
     assert extract_entities("She flew to Sao Paulo and then to Reykjavik.", gaz) == {"places": ["Reykjavik", "Sao Paulo"]}
     assert entity_tags(extract_entities("A week in Zurich, a week in Zürich.", gaz)) == ["entity:places:zurich"]
+
+
+def test_in_german_text_a_capitalised_noun_is_not_a_name():
+    # German capitalises every noun: "Garten", "Arzt", "Koch" and "Sommer" are census surnames or first
+    # names, and became people; "Auto" and "Termin" concepts.
+    gaz = load_gazetteer()
+    assert extract_entities("Gestern hat Anna mit ihrem Bruder Thomas im Garten gearbeitet, danach haben wir Kuchen gegessen.", gaz) == {
+        "people": ["Anna", "Thomas"],
+    }
+    assert extract_entities("Ich habe meinen Termin beim Arzt auf Freitag verschoben, weil das Auto in der Werkstatt ist.", gaz) == {}
+    assert extract_entities("Der Koch im Restaurant hat uns ein neues Rezept gezeigt.", gaz) == {}
+    assert extract_entities("Lena zieht im Sommer nach Hamburg, ihr neuer Job bei der Deutschen Bahn beginnt im August.", gaz) == {
+        "people": ["Lena"], "places": ["Hamburg"], "concepts": ["Deutschen Bahn"],
+    }
+    assert extract_entities("Wir nutzen Docker und PostgreSQL für das Projekt Phoenix.", gaz) == {
+        "tools": ["Docker", "PostgreSQL"], "projects": ["Phoenix"],
+    }
+
+
+def test_english_text_with_a_few_german_words_is_read_as_english():
+    # "von", "der", "den", "dem" and "MIT" are German function words too; a few do not make a text German.
+    gaz = load_gazetteer()
+    english = dataclasses.replace(gaz, noun_language_words=frozenset())
+    for text in ("Ludwig von Mises never taught at MIT; Sarah Connor read him in the den with Garten.",
+                 "Dem reps met Van der Berg at the Des Moines den, then Garten and Amy left."):
+        assert extract_entities(text, gaz) == extract_entities(text, english)
+    assert extract_entities("On Monday Garten said the launch slipped.", gaz) == {"people": ["Garten"]}
+
+
+def test_a_project_cue_before_the_name_makes_a_project():
+    assert extract_entities("We kicked off Project Phoenix with Sarah.", GAZ) == {"people": ["Sarah"], "projects": ["Phoenix"]}
+
+
+def test_a_name_cut_by_the_read_limit_is_not_read():
+    # Only MAX_TEXT characters are read; a cut through "Sarah" left a concept "Sa".
+    filler = "we talked for a while. " * (MAX_TEXT // 23 + 1)
+    text = filler[: MAX_TEXT - 3] + " Sarah Connor came by."
+    assert text[MAX_TEXT - 2 : MAX_TEXT] == "Sa"
+    assert extract_entities(text, GAZ) == {}
+    assert extract_entities(filler[: MAX_TEXT - 40] + " then Sarah Connor came by.", GAZ) == {"people": ["Sarah Connor"]}
