@@ -68,7 +68,7 @@ class Gazetteer:
     last_names: frozenset[str]
     major_places: frozenset[str]
     minor_places: frozenset[str]
-    # Place names without their accents (place_key), where that differs: "Zurich", "Sao Paulo".
+    # Place names without their accents, where that differs: "Zurich", "Sao Paulo".
     unaccented_places: frozenset[str]
     tools: frozenset[str]
     tools_capitalized: frozenset[str]
@@ -93,12 +93,13 @@ class Gazetteer:
             items = lists.get(name, ())
             values[name] = frozenset(items if name in exact else (str(i).lower() for i in items))
         places = values["major_places"] | values["minor_places"]
-        values["unaccented_places"] = frozenset(k for p in places if len(k := place_key(p)) >= MIN_UNACCENTED and k not in places)
+        values["unaccented_places"] = frozenset(k for p in places if len(k := unaccented(p)) >= MIN_UNACCENTED and k not in places)
         return cls(**values)
 
 
-def place_key(name: str) -> str:
-    """A place name without its accents ("zurich" for "Zürich"); letters that do not decompose ("ø",
+def unaccented(name: str) -> str:
+    """Lowercase without accents ("zurich" for "Zürich", "zoe" for "Zoë"): how a name is looked up in a
+    list that spells it otherwise (the census names are ASCII). Letters that do not decompose ("ø",
     "ł") are kept."""
     return "".join(ch for ch in unicodedata.normalize("NFKD", name.lower()) if not unicodedata.combining(ch))
 
@@ -242,7 +243,7 @@ class _Extraction:
         if not words or len(words) > MAX_WORDS:
             return
         words[-1] = _bare(words[-1])
-        if self.capitalised_nouns and len(words) > 1 and words[-1].lower() in self.gaz.first_names and words[0].lower() not in self.gaz.first_names:
+        if self.capitalised_nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names:
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
         initial = _sentence_initial(self.text, tokens[i].start)
@@ -271,7 +272,7 @@ class _Extraction:
         g = self.gaz
         name = " ".join(words)
         lowered = name.lower()
-        first, last = words[0].lower(), words[-1].lower()
+        first, last = unaccented(words[0]), unaccented(words[-1])
         n = len(words)
         if lowered in g.tools:
             return None if initial and name in g.tools_capitalized else "tools"
@@ -287,7 +288,7 @@ class _Extraction:
             return "projects"
         if lowered in g.minor_places and (prev in g.locative_cues or first not in g.first_names):
             return "places"
-        if prev in g.locative_cues and place_key(lowered) in g.unaccented_places:
+        if prev in g.locative_cues and unaccented(lowered) in g.unaccented_places:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".

@@ -102,7 +102,7 @@ def test_calendar_words_are_not_entities_in_german_either():
     # German capitalises its month and day names: "März" became entity:concepts:marz and "Freitag"
     # (a surname in the census list) a person, as English ones would without the common words.
     gaz = load_gazetteer()
-    assert extract_entities("Zoë bought a café in Köln in März 2024.", gaz) == {"places": ["Köln"]}
+    assert extract_entities("Zoë bought a café in Köln in März 2024.", gaz) == {"people": ["Zoë"], "places": ["Köln"]}
     assert extract_entities("We met Amy on Freitag and again in Dezember in Berlin.", gaz) == {
         "people": ["Amy"], "places": ["Berlin"],
     }
@@ -166,3 +166,9 @@ def test_a_name_cut_by_the_read_limit_is_not_read():
     assert text[MAX_TEXT - 2 : MAX_TEXT] == "Sa"
     assert extract_entities(text, GAZ) == {}
     assert extract_entities(filler[: MAX_TEXT - 40] + " then Sarah Connor came by.", GAZ) == {"people": ["Sarah Connor"]}
+
+
+def test_a_first_name_with_accents_is_a_first_name():
+    # The census lists are ASCII: "Zoë", "José" and "Renée" were not first names, so not people.
+    gaz = load_gazetteer()
+    assert extract_entities("Zoë said we met José and Renée at the café.", gaz) == {"people": ["José", "Renée", "Zoë"]}
