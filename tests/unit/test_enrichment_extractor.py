@@ -172,3 +172,12 @@ def test_a_first_name_with_accents_is_a_first_name():
     # The census lists are ASCII: "Zoë", "José" and "Renée" were not first names, so not people.
     gaz = load_gazetteer()
     assert extract_entities("Zoë said we met José and Renée at the café.", gaz) == {"people": ["José", "Renée", "Zoë"]}
+
+
+def test_companies_beyond_the_american_ones_are_organizations():
+    # "Siemens" was a person (a census surname), and is no name at all in German text without the list.
+    gaz = load_gazetteer()
+    assert extract_entities("Lena arbeitet jetzt bei Siemens und ihr Bruder ist bei BMW.", gaz) == {
+        "people": ["Lena"], "organizations": ["BMW", "Siemens"],
+    }
+    assert extract_entities("She left Airbus for Boeing and paid with PayPal.", gaz) == {"organizations": ["Airbus", "Boeing", "PayPal"]}
