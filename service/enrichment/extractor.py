@@ -43,6 +43,12 @@ MIN_UNACCENTED = 4
 # share of its words, are that language's function words ("und", "nicht", "wir", ...).
 NOUN_LANGUAGE_MIN_WORDS = 3
 NOUN_LANGUAGE_MIN_SHARE = 0.12
+# ... or, in a short text, this many different ones no other language shares, at this share: "Lena
+# arbeitet bei Siemens, ihr Bruder bei BMW." has only "bei" and "ihr".
+NOUN_LANGUAGE_SHORT_WORDS = 2
+NOUN_LANGUAGE_SHORT_SHARE = 0.25
+# Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
+_SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
 # Cities at least this large are places without a cue ("Paris"); smaller ones need "in" / "to" / ...
 MAJOR_CITY_POPULATION = 1_000_000
 
@@ -149,7 +155,10 @@ def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
     """Whether the text is in a language that capitalises its nouns (German): there a capitalised
     word says little more than its sentence position does in English."""
     cues = [w for t in tokens if (w := t.text.lower()) in gaz.noun_language_words]
-    return len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens)
+    if len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens):
+        return True
+    own = set(cues) - _SHARED_CUES
+    return len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens)
 
 
 class _Extraction:
@@ -266,7 +275,8 @@ class _Extraction:
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
         if self.capitalised_nouns and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
-        return _capitalised(nxt) or nxt.lower() in _NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
+        lowered = nxt.lower()
+        return _capitalised(nxt) or lowered in _NAME_FOLLOWERS or lowered in _ROMANCE_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
     def classify(self, words: list[str], initial: bool, prev: str) -> str | None:
         g = self.gaz
@@ -341,6 +351,19 @@ _NAME_FOLLOWERS = frozenset({
     "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
     "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
     "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
+})
+# The same in Spanish, French, Italian and Portuguese ("Ana dijo ...", "Marie habite ..."), none of
+# them an English word, so that English text reads as before.
+_ROMANCE_NAME_FOLLOWERS = frozenset({
+    # Spanish
+    "y", "dijo", "está", "estaba", "fue", "tiene", "tenía", "vive", "vivía", "trabaja", "trabajaba",
+    "quiere", "quería", "hizo", "compró", "llegó", "viajó", "empezó", "también", "siempre",
+    # French
+    "et", "dit", "est", "était", "habite", "travaille", "veut", "aime", "adore", "pense", "vient", "va", "aussi",
+    # Italian
+    "è", "disse", "abita", "lavora", "vuole", "ama", "anche", "sempre",
+    # Portuguese
+    "disse", "diz", "mora", "morava", "trabalha", "quer", "foi", "tem", "tinha", "gosta", "também",
 })
 
 @lru_cache(maxsize=8)

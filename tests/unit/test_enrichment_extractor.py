@@ -155,6 +155,32 @@ def test_english_text_with_a_few_german_words_is_read_as_english():
     assert extract_entities("On Monday Garten said the launch slipped.", gaz) == {"people": ["Garten"]}
 
 
+def test_a_short_german_sentence_is_read_as_german():
+    # Two German function words no other language shares, in a short text, make it German: "Bruder"
+    # (a census surname) was a person and "Lena" was dropped ("arbeitet" is no English verb).
+    gaz = load_gazetteer()
+    assert extract_entities("Lena arbeitet bei Siemens, ihr Bruder bei BMW.", gaz) == {
+        "people": ["Lena"], "organizations": ["BMW", "Siemens"],
+    }
+    # "im" (I'm) and "über" are English chat too: two of them do not make a text German.
+    english = dataclasses.replace(gaz, noun_language_words=frozenset())
+    text = "im so tired, über long day with Garten"
+    assert extract_entities(text, gaz) == extract_entities(text, english) == {"people": ["Garten"]}
+
+
+def test_a_name_that_starts_a_sentence_before_a_romance_verb_is_a_person():
+    # A lone first name at a sentence start needs a follower that makes it the subject ("Hang in there"
+    # is no person); the English and German verbs did not cover "Ana dijo" or "Marie habite".
+    gaz = load_gazetteer()
+    assert extract_entities("Ana dijo que vive en Madrid con su hermano Pablo.", gaz) == {
+        "people": ["Ana", "Pablo"], "places": ["Madrid"],
+    }
+    assert extract_entities("Marie habite à Lyon et travaille chez Airbus.", gaz) == {
+        "people": ["Marie"], "places": ["Lyon"], "organizations": ["Airbus"],
+    }
+    assert extract_entities("Hang in there, it gets better.", gaz) == {}
+
+
 def test_a_project_cue_before_the_name_makes_a_project():
     assert extract_entities("We kicked off Project Phoenix with Sarah.", GAZ) == {"people": ["Sarah"], "projects": ["Phoenix"]}
 
