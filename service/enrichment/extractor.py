@@ -423,7 +423,8 @@ def load_gazetteer() -> Gazetteer:
     major, minor = _places()
     common = {w.lower() for w in data["common_words"]}
     return Gazetteer.from_lists(
-        first_names=[n for n in _census_names("dist.female.first") + _census_names("dist.male.first") if n.lower() not in common],
+        first_names=[n for n in _census_names("dist.female.first") + _census_names("dist.male.first") if n.lower() not in common]
+        + [unaccented(n) for n in data["first_names_extra"]],  # looked up unaccented: "João" as "joao"
         last_names=[n for n in _census_names("dist.all.last") if n.lower() not in common],
         major_places=list(major) + data["places_extra"],
         minor_places=[p for p in minor if p.lower() not in common],

@@ -200,6 +200,16 @@ def test_a_first_name_with_accents_is_a_first_name():
     assert extract_entities("Zoë said we met José and Renée at the café.", gaz) == {"people": ["José", "Renée", "Zoë"]}
 
 
+def test_first_names_of_other_countries_are_first_names():
+    # The census lists are American: "Priya", "Mehmet", "Jürgen", "João" were concepts or dropped.
+    gaz = load_gazetteer()
+    assert extract_entities("I met Priya and Rahul at the conference.", gaz) == {"people": ["Priya", "Rahul"]}
+    assert extract_entities("Yesterday Mehmet said Jürgen would come.", gaz) == {"people": ["Jürgen", "Mehmet"]}
+    assert extract_entities("João mora em Lisboa com a Inês.", gaz) == {"people": ["Inês", "João"], "places": ["Lisboa"]}
+    # A name that is also a town is the town after a locative cue.
+    assert extract_entities("She flew to Pau for the weekend.", gaz) == {"places": ["Pau"]}
+
+
 def test_companies_beyond_the_american_ones_are_organizations():
     # "Siemens" was a person (a census surname), and is no name at all in German text without the list.
     gaz = load_gazetteer()
