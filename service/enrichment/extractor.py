@@ -161,12 +161,29 @@ def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
     return len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens)
 
 
+def nouns_capitalised_by_token(text: str, tokens: list[_Token], gaz: Gazetteer) -> list[bool]:
+    """`nouns_capitalised` for each token: the whole text's answer, or where the text is not German as
+    a whole, its sentence's (a memory may quote or switch language: "... a Lisboa. Lena arbeitet bei
+    Siemens, ihr Bruder bei BMW.")."""
+    if nouns_capitalised(tokens, gaz):
+        return [True] * len(tokens)
+    if not any(t.text.lower() in gaz.noun_language_words for t in tokens):
+        return [False] * len(tokens)
+    flags: list[bool] = []
+    start = 0
+    for k in range(1, len(tokens) + 1):
+        if k == len(tokens) or _sentence_initial(text, tokens[k].start):
+            flags += [nouns_capitalised(tokens[start:k], gaz)] * (k - start)
+            start = k
+    return flags
+
+
 class _Extraction:
     def __init__(self, text: str, gaz: Gazetteer):
         self.text = text
         self.gaz = gaz
         self.tokens = _tokens(text)
-        self.capitalised_nouns = nouns_capitalised(self.tokens, gaz)
+        self.capitalised_nouns = nouns_capitalised_by_token(text, self.tokens, gaz)
         self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
         self.taken: list[tuple[int, int]] = []
 
@@ -252,13 +269,14 @@ class _Extraction:
         if not words or len(words) > MAX_WORDS:
             return
         words[-1] = _bare(words[-1])
-        if self.capitalised_nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names:
+        nouns = self.capitalised_nouns[i]
+        if nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names:
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
         initial = _sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
-        category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev)
+        category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
         if category == "projects" and len(words) > 1:
@@ -273,12 +291,13 @@ class _Extraction:
         if _POSSESSIVE.search(tok.text) or not rest.strip() or not rest[:1].isspace():
             return True
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if self.capitalised_nouns and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
+        if self.capitalised_nouns[i] and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
         lowered = nxt.lower()
         return _capitalised(nxt) or lowered in _NAME_FOLLOWERS or lowered in _ROMANCE_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
-    def classify(self, words: list[str], initial: bool, prev: str) -> str | None:
+    def classify(self, words: list[str], initial: bool, prev: str, nouns: bool = False) -> str | None:
+        """The category of a capitalised span; `nouns`: it stands where nouns are capitalised (German)."""
         g = self.gaz
         name = " ".join(words)
         lowered = name.lower()
@@ -302,7 +321,7 @@ class _Extraction:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
-            return None if self.capitalised_nouns and n == 1 and prev in _ARTICLES else "people"
+            return None if nouns and n == 1 and prev in _ARTICLES else "people"
         if initial and n == 1:
             return None  # sentence case: an unknown first word is just a word
         if prev in g.tool_cues:
@@ -311,7 +330,7 @@ class _Extraction:
             return "tools"
         if n == 1 and name.rstrip("+").isupper() and len(name.rstrip("+")) >= 2:
             return "concepts"
-        if self.capitalised_nouns:
+        if nouns:
             # Its nouns are capitalised: a word no list knows is a noun ("Koch", "Garten" and "Sommer"
             # are census surnames), a span of them a name of some kind ("Deutsche Bahn").
             return None if n == 1 else "concepts"

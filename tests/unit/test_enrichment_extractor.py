@@ -168,6 +168,18 @@ def test_a_short_german_sentence_is_read_as_german():
     assert extract_entities(text, gaz) == extract_entities(text, english) == {"people": ["Garten"]}
 
 
+def test_a_german_sentence_in_a_text_of_another_language_is_read_as_german():
+    # The text as a whole is not German, its last sentence is: "Bruder" was a person and Lena dropped.
+    gaz = load_gazetteer()
+    assert extract_entities("Priya dijo que Mehmet y João se mudan a Lisboa. Lena arbeitet bei Siemens, ihr Bruder bei BMW.", gaz) == {
+        "people": ["João", "Lena", "Mehmet", "Priya"], "places": ["Lisboa"], "organizations": ["BMW", "Siemens"],
+    }
+    # ... and the English sentence next to a German one is still read as English.
+    assert extract_entities("On Monday Garten said the launch slipped. Lena arbeitet bei Siemens, ihr Bruder bei BMW.", gaz) == {
+        "people": ["Garten", "Lena"], "organizations": ["BMW", "Siemens"],
+    }
+
+
 def test_a_name_that_starts_a_sentence_before_a_romance_verb_is_a_person():
     # A lone first name at a sentence start needs a follower that makes it the subject ("Hang in there"
     # is no person); the English and German verbs did not cover "Ana dijo" or "Marie habite".
