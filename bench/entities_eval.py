@@ -18,7 +18,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from service.enrichment.extractor import CATEGORIES, extract_entities, load_gazetteer, slugify
+from service.enrichment.extractor import CATEGORIES, extract_entities, slugify
+from service.enrichment.gazetteer import load_gazetteer
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "bench" / "entities_labels.json"

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from service.enrichment.extractor import MAJOR_CITY_POPULATION
+from service.enrichment.gazetteer import MAJOR_CITY_POPULATION
 
 OUT = Path(__file__).resolve().parent.parent / "service" / "enrichment" / "places.json"
 

@@ -23,13 +23,12 @@ every noun is capitalised.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+
+from service.enrichment.gazetteer import Gazetteer, canonical_spellings, unaccented
 
 # AutoMem's five (entity_quality.py _CATEGORY_ALIASES) plus places, which AutoMem files under concepts.
 CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "projects", "concepts")
@@ -37,8 +36,6 @@ CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "pr
 MAX_WORDS = 6
 # Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
 MAX_TEXT = 20_000
-# Unaccented place names shorter than this are words ("Göd" is "god", "Çat" "cat").
-MIN_UNACCENTED = 4
 # A text is read as one that capitalises its nouns when this many different words of it, and this
 # share of its words, are that language's function words ("und", "nicht", "wir", ...).
 NOUN_LANGUAGE_MIN_WORDS = 3
@@ -49,11 +46,6 @@ NOUN_LANGUAGE_SHORT_WORDS = 2
 NOUN_LANGUAGE_SHORT_SHARE = 0.25
 # Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
 _SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
-# Cities at least this large are places without a cue ("Paris"); smaller ones need "in" / "to" / ...
-MAJOR_CITY_POPULATION = 1_000_000
-
-_GAZETTEER_FILE = Path(__file__).with_name("gazetteer.json")
-_PLACES_FILE = Path(__file__).with_name("places.json")
 _CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
 _TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
@@ -64,50 +56,6 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
 _GERMAN_NAME_FOLLOWERS = frozenset({"und", "war", "wird", "kann", "will", "muss", "soll", "mag"})
-
-
-@dataclass(frozen=True)
-class Gazetteer:
-    """Lowercased word lists, except `tools_capitalized`, which hold exact spellings."""
-
-    first_names: frozenset[str]
-    last_names: frozenset[str]
-    major_places: frozenset[str]
-    minor_places: frozenset[str]
-    # Place names without their accents, where that differs: "Zurich", "Sao Paulo".
-    unaccented_places: frozenset[str]
-    tools: frozenset[str]
-    tools_capitalized: frozenset[str]
-    organizations: frozenset[str]
-    organization_suffixes: frozenset[str]
-    organization_prefixes: frozenset[str]
-    place_suffixes: frozenset[str]
-    place_prefixes: frozenset[str]
-    project_cues: frozenset[str]
-    locative_cues: frozenset[str]
-    tool_cues: frozenset[str]
-    common_words: frozenset[str]
-    # Function words of a language that capitalises every noun (German): see `nouns_capitalised`.
-    noun_language_words: frozenset[str]
-
-    @classmethod
-    def from_lists(cls, **lists) -> "Gazetteer":
-        """Build from plain lists (tests pass small ones); every list is optional."""
-        exact = {"tools_capitalized"}
-        values = {}
-        for name in cls.__dataclass_fields__:
-            items = lists.get(name, ())
-            values[name] = frozenset(items if name in exact else (str(i).lower() for i in items))
-        places = values["major_places"] | values["minor_places"]
-        values["unaccented_places"] = frozenset(k for p in places if len(k := unaccented(p)) >= MIN_UNACCENTED and k not in places)
-        return cls(**values)
-
-
-def unaccented(name: str) -> str:
-    """Lowercase without accents ("zurich" for "Zürich", "zoe" for "Zoë"): how a name is looked up in a
-    list that spells it otherwise (the census names are ASCII). Letters that do not decompose ("ø",
-    "ł") are kept."""
-    return "".join(ch for ch in unicodedata.normalize("NFKD", name.lower()) if not unicodedata.combining(ch))
 
 
 def slugify(name: str) -> str:
@@ -216,7 +164,7 @@ class _Extraction:
     def known_lowercase(self) -> None:
         """Tools and organizations written in any case ("we moved to postgres")."""
         capitalized_only = {t.lower(): t for t in self.gaz.tools_capitalized}
-        canonical = _canonical(self.gaz)
+        canonical = canonical_spellings()
         for m in _known_matcher(self.gaz).finditer(self.text):
             word = m.group()
             lowered = word.lower()
@@ -397,12 +345,6 @@ def _distinctive(spelling: str) -> bool:
     return not re.fullmatch(r"[A-Z][a-z]+", spelling)
 
 
-@lru_cache(maxsize=8)
-def _canonical(gaz: Gazetteer) -> dict[str, str]:
-    data = json.loads(_GAZETTEER_FILE.read_text())
-    return {n.lower(): n for n in data["tools"] + data["organizations"]}
-
-
 def _clipped(text: str) -> str:
     """The first MAX_TEXT characters, without a word the cut went through ("Sa" of "Sarah")."""
     if len(text) <= MAX_TEXT or text[MAX_TEXT].isspace():
@@ -419,44 +361,3 @@ def extract_entities(text: str, gazetteer: Gazetteer) -> dict[str, list[str]]:
     run.known_lowercase()
     run.spans()
     return run.result()
-
-
-# --- the shipped lists (I/O, once per process) ---------------------------------------------------
-def _census_names(filename: str) -> list[str]:
-    import names  # the `names` package ships the US Census 1990 name lists as text files
-
-    path = Path(os.path.dirname(names.__file__)) / filename
-    return [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
-
-
-def _places() -> tuple[set[str], set[str]]:
-    """Major and minor place names: places.json, written from GeoNames by bench/places.py."""
-    data = json.loads(_PLACES_FILE.read_text(encoding="utf-8"))
-    return set(data["major"]), set(data["minor"])
-
-
-@lru_cache(maxsize=1)
-def load_gazetteer() -> Gazetteer:
-    """The default lists: gazetteer.json plus the name and place packages (~0.5 s, ~60 MB once)."""
-    data = json.loads(_GAZETTEER_FILE.read_text())
-    major, minor = _places()
-    common = {w.lower() for w in data["common_words"]}
-    return Gazetteer.from_lists(
-        first_names=[n for n in _census_names("dist.female.first") + _census_names("dist.male.first") if n.lower() not in common]
-        + [unaccented(n) for n in data["first_names_extra"]],  # looked up unaccented: "João" as "joao"
-        last_names=[n for n in _census_names("dist.all.last") if n.lower() not in common],
-        major_places=list(major) + data["places_extra"],
-        minor_places=[p for p in minor if p.lower() not in common],
-        tools=data["tools"],
-        tools_capitalized=data["tools_capitalized"],
-        organizations=data["organizations"],
-        organization_suffixes=data["organization_suffixes"],
-        organization_prefixes=data["organization_prefixes"],
-        place_suffixes=data["place_suffixes"],
-        place_prefixes=data["place_prefixes"],
-        project_cues=data["project_cues"],
-        locative_cues=data["locative_cues"],
-        tool_cues=data["tool_cues"],
-        common_words=data["common_words"],
-        noun_language_words=data["noun_language_words"],
-    )

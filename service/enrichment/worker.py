@@ -27,7 +27,8 @@ from typing import Any
 from service.config import Settings
 from service.enrichment import plan
 from service.enrichment.edges import plan_edges, write_edges
-from service.enrichment.extractor import Gazetteer, extract_entities, load_gazetteer
+from service.enrichment.extractor import extract_entities
+from service.enrichment.gazetteer import Gazetteer, load_gazetteer
 from service.enrichment.jobs import Job, JobQueue
 from service.errors import EngineUnavailable
 from service.observability.outage import Outage

@@ -175,7 +175,7 @@ def test_restart_resumes_pending_and_never_enriches_twice(make_client):
 
 
 def _manual_worker(api):
-    from service.enrichment.extractor import load_gazetteer
+    from service.enrichment.gazetteer import load_gazetteer
 
     worker = api.app.state.enrichment
     worker.gazetteer = load_gazetteer()

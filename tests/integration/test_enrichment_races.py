@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opensearchpy import helpers
 
-from service.enrichment.extractor import load_gazetteer
+from service.enrichment.gazetteer import load_gazetteer
 from service.enrichment.jobs import Job
 from tests.integration.support import mem
 

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from service.enrichment.extractor import MAX_TEXT, Gazetteer, entity_tags, extract_entities, load_gazetteer, slugify
+from service.enrichment.extractor import MAX_TEXT, entity_tags, extract_entities, slugify
+from service.enrichment.gazetteer import Gazetteer, load_gazetteer
 
 GAZ = Gazetteer.from_lists(
     first_names=["Sarah", "Rachel", "Jon", "Mel", "Amy", "Ed", "Paris", "Hang", "Young", "Florence"],
