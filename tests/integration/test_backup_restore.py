@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.integration.admin_support import ADMIN_HEADERS, export_bytes, member_json, members, populate, post_archive, stored_state, unit, wipe
-from tests.integration.support import assert_error, fast_api, recall
+from tests.integration.support import assert_error, fast_api, recall, settle_accesses
 
 
 @pytest.fixture
@@ -29,6 +29,7 @@ def test_backup_is_automem_layout_and_restores_to_an_identical_export(api, os_cl
     ids = populate(api)
     # Recall first: it records access (last_accessed), which the export then includes.
     before_recall = [r["id"] for r in recall(api, query="deployments database backup", state_mode="history", limit=10)["results"]]
+    settle_accesses(api)  # written off the request path: the export must not be read before them
     api.app.state.memories.refresh_now()
     before = export_bytes(api)
 
