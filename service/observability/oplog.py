@@ -15,7 +15,8 @@ as one more field. With LOG_FORMAT=json the same formatter writes one JSON objec
 
 opensearch-py logs each request at INFO (silenced) and each failed request at WARNING with a
 traceback; the failure is mapped and answered by storage.client, so its line stays, without the
-traceback, and a 404 (an answer, not a failure) is not logged.
+traceback, once for the client's immediate retry of the same request, and a 404 (an answer, not a
+failure) is not logged.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,6 +32,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 import orjson
+
+from service.observability.request_id import RequestIdFilter, current_request_id
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Every attribute a bare LogRecord has (plus the two Formatter adds): anything else came from `extra`.
@@ -114,6 +118,12 @@ _engine_muted: ContextVar[bool] = ContextVar("engine_log_muted", default=False)
 
 
 class EngineRequestLog(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        # This thread's last line in a request: the client retries a failed connection at once
+        # (service/storage/client.py; on a single node, once), and each try writes the same line.
+        self._last = threading.local()
+
     def filter(self, record: logging.LogRecord) -> bool:
         if _engine_muted.get():
             return False
@@ -122,6 +132,11 @@ class EngineRequestLog(logging.Filter):
             if len(args) >= 3 and args[2] == 404:
                 return False
             record.exc_info, record.exc_text = None, None
+            request = current_request_id()
+            line, last = (*args[:3], request), getattr(self._last, "line", None)
+            self._last.line = line
+            if request is not None and line == last:
+                return False
         return True
 
 
@@ -146,8 +161,6 @@ def quiet_engine_log(logger_name: str = "opensearch") -> None:
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
     """Root handler with the JSON-fields formatter (for `python -m service`): `fmt` is LOG_FORMAT
     (text or json); every record of a request carries its request id."""
-    from service.observability.request_id import RequestIdFilter
-
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFieldsFormatter(PLAIN_FORMAT, json_lines=fmt == "json"))
     handler.addFilter(RequestIdFilter())

@@ -149,6 +149,36 @@ def test_engine_request_lines_lose_their_traceback_and_404s():
     assert f.filter(failed(503))
 
 
+def test_the_clients_immediate_retry_of_a_request_is_one_line():
+    import threading
+
+    from asgi_correlation_id.context import correlation_id
+
+    from service.observability.oplog import ENGINE_REQUEST_FAILED, EngineRequestLog
+
+    def failed(url="http://h/_msearch", status="N/A"):
+        return logging.LogRecord("opensearch", logging.WARNING, __file__, 1, ENGINE_REQUEST_FAILED, ("POST", url, status, 0.0), None)
+
+    def in_request(request_id, *records):
+        token = correlation_id.set(request_id)
+        try:
+            return [f.filter(r) for r in records]
+        finally:
+            correlation_id.reset(token)
+
+    f = EngineRequestLog()
+    assert in_request("req-1", failed(), failed()) == [True, False]  # the retry on the same node
+    assert in_request("req-1", failed(url="http://other/_msearch"), failed(status=503)) == [True, True]  # another node, another failure
+    assert in_request("req-2", failed(status=503)) == [True]  # the same line, another request
+    assert [f.filter(failed(status=503)) for _ in range(2)] == [True, True]  # outside a request: every line (workers mute their own)
+    heard = []
+    assert in_request("req-3", failed()) == [True]
+    t = threading.Thread(target=lambda: heard.append(in_request("req-3", failed())))
+    t.start()
+    t.join()
+    assert heard == [[True]]  # another thread's line is its own
+
+
 def test_request_id_validation():
     from service.observability.request_id import MAX_LENGTH, new_request_id, valid_request_id
 
