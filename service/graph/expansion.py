@@ -24,11 +24,10 @@ from typing import Any
 
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
 from service.graph.registry import EXPANDABLE_TYPES
-from service.filters.clauses import SOURCE_EXCLUDES
 from service.filters.scripts import cosine_fields, with_cosine
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
-from service.filters.clauses import IMPORTANCE_SORT
+from service.filters.clauses import IMPORTANCE_SORT, WHOLE_SOURCE
 
 # AutoMem recall.py `_expand_related_memories(seed_score_boost=0.25)`: relation component =
 # edge strength + 0.25 x the seed's final score.
@@ -111,7 +110,7 @@ def relation_targets_query(ids: Sequence[str], flt: dict, min_importance: float,
     filters: list[dict] = [flt, {"ids": {"values": list(ids)}}]
     if min_importance > 0:
         filters.append({"range": {"importance": {"gte": min_importance}}})
-    return with_cosine({"size": len(ids), "_source": {"excludes": SOURCE_EXCLUDES}, "query": {"bool": {"filter": filters}}}, vector)
+    return with_cosine({"size": len(ids), "_source": WHOLE_SOURCE, "query": {"bool": {"filter": filters}}}, vector)
 
 
 def source_with_cosine(hit: dict) -> dict:
@@ -160,7 +159,7 @@ def entity_query(
         query["bool"]["should"] = [{"match": {"content": {"query": text}}}]
     sort: list[Any] = (["_score"] if text else []) + IMPORTANCE_SORT
     buckets = {e: {"terms": {"entities": entity_spellings(e)}} for e in entities}
-    top: dict[str, Any] = {"size": per_entity, "sort": sort, "_source": {"excludes": SOURCE_EXCLUDES}}
+    top: dict[str, Any] = {"size": per_entity, "sort": sort, "_source": WHOLE_SOURCE}
     if vector is not None:
         top["script_fields"] = cosine_fields(vector)
     return {"size": 0, "query": query, "aggs": {"per_entity": {"filters": {"filters": buckets}, "aggs": {"top": {"top_hits": top}}}}}

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from service.filters.clauses import IMPORTANCE_SORT, OBSERVATION_TYPE, SORT_ORDERS, SOURCE, RecallFilter, candidate_must_not, fact_type_clause
+from service.filters.clauses import IMPORTANCE_SORT, OBSERVATION_TYPE, SORT_ORDERS, SOURCE, WHOLE_SOURCE, RecallFilter, candidate_must_not, fact_type_clause
 from service.filters.scripts import TEMPORAL_SCORE_SCRIPT, with_cosine
 from service.filters.tag_groups import groups_clause
 
@@ -73,7 +73,7 @@ def heads_query(ids: Sequence[str], bank: str, head_filter: dict, vector: Sequen
         "filter": [{"term": {"bank": bank}}, {"ids": {"values": list(ids)}}],
         "should": [{"bool": {"filter": [head_filter], "_name": "head"}}],
     }}
-    return with_cosine({"size": len(ids), "_source": SOURCE, "query": query}, vector)
+    return with_cosine({"size": len(ids), "_source": WHOLE_SOURCE, "query": query}, vector)
 
 
 def bm25_query(query: str, context_boost: float = 0.0) -> dict:

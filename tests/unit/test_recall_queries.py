@@ -121,7 +121,7 @@ SOURCE = {"excludes": ["embedding", "tags_norm", "metadata_terms", "metadata_ter
         (Q.anchor_arm(3, FLT, [], []), None),
         (
             Q.heads_query(["h1"], "b", {"match_all": {}}, None),
-            {"size": 1, "_source": SOURCE, "query": {"bool": {
+            {"size": 1, "_source": True, "query": {"bool": {
                 "filter": [{"term": {"bank": "b"}}, {"ids": {"values": ["h1"]}}],
                 "should": [{"bool": {"filter": [{"match_all": {}}], "_name": "head"}}],
             }}},
