@@ -28,7 +28,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from service.enrichment.gazetteer import Gazetteer, canonical_spellings, unaccented
+from service.enrichment.gazetteer import Gazetteer, canonical_spellings
+from service.memory.tags import unaccented
 
 # AutoMem's five (entity_quality.py _CATEGORY_ALIASES) plus places, which AutoMem files under concepts.
 CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "projects", "concepts")

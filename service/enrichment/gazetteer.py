@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from service.memory.tags import unaccented
 
 # Unaccented place names shorter than this are words ("Göd" is "god", "Çat" "cat").
 MIN_UNACCENTED = 4
@@ -55,13 +56,6 @@ class Gazetteer:
         places = values["major_places"] | values["minor_places"]
         values["unaccented_places"] = frozenset(k for p in places if len(k := unaccented(p)) >= MIN_UNACCENTED and k not in places)
         return cls(**values)
-
-
-def unaccented(name: str) -> str:
-    """Lowercase without accents ("zurich" for "Zürich", "zoe" for "Zoë"): how a name is looked up in a
-    list that spells it otherwise (the census names are ASCII). Letters that do not decompose ("ø",
-    "ł") are kept."""
-    return "".join(ch for ch in unicodedata.normalize("NFKD", name.lower()) if not unicodedata.combining(ch))
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ from typing import Any
 from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_candidate, sort_scored
 from service.graph.registry import EXPANDABLE_TYPES
 from service.filters.scripts import cosine_fields, with_cosine
+from service.memory.tags import unaccented
 from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.filters.clauses import IMPORTANCE_SORT, WHOLE_SOURCE
@@ -129,36 +130,44 @@ def entity_key(name: str) -> str:
     return " ".join(name.replace("-", " ").replace("_", " ").split()).lower()
 
 
-def entity_spellings(key: str) -> list[str]:
-    """The forms stored in `entities` (service.memory.tags.entity_names): the name, and the tag slug."""
-    return list(dict.fromkeys([key, key.replace(" ", "-"), key.replace(" ", "_")]))
+def entity_spellings(*keys: str) -> list[str]:
+    """The forms stored in `entities` (service.memory.tags.entity_names) of one entity known by `keys`:
+    each name, its tag slug, and each without accents (a tag's slug has none, metadata keeps them)."""
+    forms = (form for key in keys for form in (key, unaccented(key)))
+    return list(dict.fromkeys(s for form in forms for s in (form, form.replace(" ", "-"), form.replace(" ", "_"))))
 
 
-def collect_entities(sources: Sequence[Mapping[str, Any]]) -> list[str]:
+def collect_entities(sources: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Entity names of the seeds and relation-expanded memories, in result order, deduplicated —
-    every type (people, places, organizations, tools, ...), not only people as AutoMem does."""
-    found: dict[str, None] = {}
+    every type (people, places, organizations, tools, ...), not only people as AutoMem does. One name
+    with and without its accents is one entity ("jurgen" from its tag, "jürgen" from metadata): the
+    name first seen -> every spelling seen."""
+    found: dict[str, list[str]] = {}
+    named: dict[str, str] = {}  # unaccented -> the name first seen
     for source in sources:
         for name in source.get("entities") or ():
             key = entity_key(str(name))
             if key:
-                found[key] = None
-    return list(found)
+                spellings = found.setdefault(named.setdefault(unaccented(key), key), [])
+                if key not in spellings:
+                    spellings.append(key)
+    return found
 
 
 def entity_query(
-    entities: Sequence[str], flt: dict, exclude_ids: Sequence[str], text: str | None, per_entity: int, vector: Sequence[float] | None = None
+    entities: Mapping[str, Sequence[str]], flt: dict, exclude_ids: Sequence[str], text: str | None, per_entity: int,
+    vector: Sequence[float] | None = None,
 ) -> dict:
-    """ONE search for all entities: a bucket per entity whose top_hits are its memories, the ones
-    matching the query text first, then by importance and recency."""
-    spellings = [s for e in entities for s in entity_spellings(e)]
+    """ONE search for all entities (name -> its spellings, collect_entities): a bucket per entity whose
+    top_hits are its memories, the ones matching the query text first, then by importance and recency."""
+    spellings = list(dict.fromkeys(s for keys in entities.values() for s in entity_spellings(*keys)))
     query: dict[str, Any] = {"bool": {"filter": [flt, {"terms": {"entities": spellings}}]}}
     if exclude_ids:
         query["bool"]["must_not"] = [{"ids": {"values": list(exclude_ids)}}]
     if text:
         query["bool"]["should"] = [{"match": {"content": {"query": text}}}]
     sort: list[Any] = (["_score"] if text else []) + IMPORTANCE_SORT
-    buckets = {e: {"terms": {"entities": entity_spellings(e)}} for e in entities}
+    buckets = {e: {"terms": {"entities": entity_spellings(*keys)}} for e, keys in entities.items()}
     top: dict[str, Any] = {"size": per_entity, "sort": sort, "_source": WHOLE_SOURCE}
     if vector is not None:
         top["script_fields"] = cosine_fields(vector)
@@ -258,8 +267,10 @@ class GraphExpander:
             }
         if req.entities:
             entity_sources = [source_of(s.candidate.id) for s in seeds] + [out.extras[s.candidate.id]["source"] for s in out.relation]
-            entities = collect_entities(entity_sources)
-            picked = self._entity_hits(req, entities[:ENTITY_LIMIT], flt, seen, budget) if budget > 0 and entities else []
+            spelled = collect_entities(entity_sources)
+            entities = list(spelled)
+            searched = {e: spelled[e] for e in entities[:ENTITY_LIMIT]}
+            picked = self._entity_hits(req, searched, flt, seen, budget) if budget > 0 and entities else []
             picked_sources = {mid: (source, entity) for mid, source, entity in picked}
             out.entity = self._score(
                 [(mid, source) for mid, source, _ in picked], ENTITY_EXPANSION, scoring, make_candidates,
@@ -294,11 +305,11 @@ class GraphExpander:
         reached = select_relation_targets(order, set(passed), req.expansion_limit)
         return {mid: (reach, passed[mid]) for mid, reach in reached.items()}
 
-    def _entity_hits(self, req: ExpansionRequest, entities: list[str], flt: dict, seen: set[str], budget: int) -> list[tuple[str, dict, str]]:
+    def _entity_hits(self, req: ExpansionRequest, entities: Mapping[str, Sequence[str]], flt: dict, seen: set[str], budget: int) -> list[tuple[str, dict, str]]:
         resp = self.memories.search(entity_query(entities, flt, sorted(seen), req.text, PER_ENTITY, req.vector))
         raw = resp.get("aggregations", {}).get("per_entity", {}).get("buckets", {})
         buckets = {e: raw.get(e, {}).get("top", {}).get("hits", {}).get("hits", []) for e in entities}
-        return select_entity_hits(entities, buckets, seen, budget)
+        return select_entity_hits(list(entities), buckets, seen, budget)
 
     def hydrate(self, bank: str, ids: Sequence[str], per_id: int) -> dict[str, list[dict]]:
         """The relations of returned memories, after trimming (spec 000 "Deferred Relation Hydration"):

@@ -9,6 +9,7 @@ lookup: `slack` matches `slack:channel:x` but not `slackbot`; `auth/login` match
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 _SEPARATORS = re.compile(r"[:/]")
@@ -54,6 +55,13 @@ def split_list_param(values: Iterable[str] | str | None) -> list[str]:
     for value in values:
         out.extend(part.strip() for part in str(value).split(","))
     return [v for v in out if v]
+
+
+def unaccented(name: str) -> str:
+    """Lowercase without accents ("zurich" for "Zürich", "zoe" for "Zoë"): how a name is looked up in a
+    list that spells it otherwise (the census names are ASCII), and how an entity tag's slug spells it.
+    Letters that do not decompose ("ø", "ł") are kept."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", name.lower()) if not unicodedata.combining(ch))
 
 
 # Longer metadata strings are not names (and would not fit a keyword term); as metadata_terms.

@@ -84,12 +84,26 @@ def test_collect_entities_in_result_order_all_types():
         {"entities": ["rachel-green", "acme corp", "Rachel"]},
         {},
     ]
-    assert collect_entities(sources) == ["sarah", "rachel", "rachel green", "acme corp"]
+    assert collect_entities(sources) == {"sarah": ["sarah"], "rachel": ["rachel"], "rachel green": ["rachel green"], "acme corp": ["acme corp"]}
+
+
+def test_a_name_with_and_without_its_accents_is_one_entity():
+    # An enriched memory stores the tag's slug ("jurgen") and the metadata's name ("Jürgen"): one person,
+    # searched by both spellings, listed once (it took two of the five entity slots).
+    sources = [{"entities": ["giulia", "jurgen", "siemens", "jürgen"]}, {"entities": ["Jürgen", "zoë"]}]
+    found = collect_entities(sources)
+    assert found == {"giulia": ["giulia"], "jurgen": ["jurgen", "jürgen"], "siemens": ["siemens"], "zoë": ["zoë"]}
+    assert entity_spellings(*found["jurgen"]) == ["jurgen", "jürgen"]
+    assert entity_spellings("zoë") == ["zoë", "zoe"]
+    assert entity_spellings("jürgen müller") == ["jürgen müller", "jürgen-müller", "jürgen_müller", "jurgen muller", "jurgen-muller", "jurgen_muller"]
+    flt = {"match_all": {}}
+    body = entity_query({"jurgen": found["jurgen"]}, flt, [], None, 5)
+    assert body["aggs"]["per_entity"]["filters"]["filters"] == {"jurgen": {"terms": {"entities": ["jurgen", "jürgen"]}}}
 
 
 def test_entity_query_is_one_search_with_a_bucket_per_entity():
     flt = {"bool": {"filter": [{"term": {"bank": "default"}}]}}
-    body = entity_query(["rachel", "platform team"], flt, ["s1"], "what is her job", 5)
+    body = entity_query({"rachel": ["rachel"], "platform team": ["platform team"]}, flt, ["s1"], "what is her job", 5)
     assert body["size"] == 0
     assert body["query"] == {"bool": {
         "filter": [flt, {"terms": {"entities": ["rachel", "platform team", "platform-team", "platform_team"]}}],
@@ -103,7 +117,7 @@ def test_entity_query_is_one_search_with_a_bucket_per_entity():
     }
     top = agg["aggs"]["top"]["top_hits"]
     assert top["size"] == 5 and top["sort"][0] == "_score"
-    assert entity_query(["x"], flt, [], None, 5)["aggs"]["per_entity"]["aggs"]["top"]["top_hits"]["sort"][0] == {
+    assert entity_query({"x": ["x"]}, flt, [], None, 5)["aggs"]["per_entity"]["aggs"]["top"]["top_hits"]["sort"][0] == {
         "importance": {"order": "desc", "missing": "_last"}
     }
 
