@@ -15,11 +15,12 @@ from service.memory.tags import hierarchy_key, normalize_tag
 
 SOURCE_EXCLUDES = list(codec.SOURCE_EXCLUDES)  # what no reader of _source needs (service/memory/codec.py)
 SOURCE = {"excludes": SOURCE_EXCLUDES}
-RECALL_SOURCE = {"excludes": list(codec.RECALL_SOURCE_EXCLUDES)}  # a recall's arms (codec.RECALL_SOURCE_EXCLUDES)
-# A recall's reads of a few memories each (its page, its small arms, chain heads, expanded memories)
-# take the whole stored source: filtering it makes the engine parse and rewrite every document, which
-# costs more than the bytes it saves (docs/perf/README.md); their readers pick their fields. Asked
-# for outright: a body with script fields returns no `_source` by default.
+# A recall's reads of stored memories (its page, its arms' hits that are not lean, chain heads,
+# expanded memories) take the whole stored source: filtering it makes the engine parse and rewrite
+# every document, which costs more than the bytes it saves, and a whole memory brings its stored
+# stems, which ranking would otherwise compute again (docs/perf/README.md); the readers pick their
+# fields (shaping's MEMORY_FIELDS, codec.shown). Asked for outright: a body with script fields
+# returns no `_source` by default.
 WHOLE_SOURCE = True
 
 

@@ -145,25 +145,6 @@ COPY_TARGETS: tuple[str, ...] = ("tags_text", "metadata_text")
 # What no reader of _source needs: the hidden fields but the bank, which the importer and the
 # enrichment worker read to keep every memory in its own bank.
 SOURCE_EXCLUDES: tuple[str, ...] = tuple(n for n, f in FIELDS.items() if f.kind is Kind.HIDDEN and n != "bank" and n not in COPY_TARGETS)
-# The enrichment record (service/enrichment/plan.py `enriched_document` writes it; a unit test holds
-# the two together). A recalled memory's readers need only its derived tags (`caller_tags`) and its
-# status; the rest is the worker's bookkeeping, ~0.5 kB of the ~1.9 kB a recall hit carries.
-ENRICHMENT_RECORD_KEYS: tuple[str, ...] = (
-    "status", "attempts", "last_error", "last_error_at", "enriched_at", "input_hash", "source_updated_at", "forced",
-    "derived_tags", "derived_metadata_keys", "derived_metadata", "scope", "sequence_at", "entity_count",
-    "similar_count", "preceded_by",
-)
-ENRICHMENT_READ_BY_RECALL: tuple[str, ...] = ("status", "derived_tags")
-# What a recall's arms leave out of their hits besides SOURCE_EXCLUDES (unless the caller asks for
-# the whole stored memory, `detail`): the enrichment bookkeeping and the thread bookkeeping no
-# recall stage reads (thread_prev and thread_context are read: the neighbour bonus, the keyword share).
-# The `_msearch` response's JSON decode is the largest engine-side cost of a recall in the service.
-RECALL_SOURCE_EXCLUDES: tuple[str, ...] = (
-    *SOURCE_EXCLUDES, *(n for n in THREAD_FIELDS if n not in ("thread_prev", "thread_context")),
-    *(f"enrichment.{k}" for k in ENRICHMENT_RECORD_KEYS if k not in ENRICHMENT_READ_BY_RECALL),
-)
-
-
 # --- views ------------------------------------------------------------------------------------------
 def shown(source: Mapping[str, Any]) -> dict[str, Any]:
     """The stored memory as clients see it (AutoMem's view): every field but the hidden and index-only ones."""

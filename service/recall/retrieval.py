@@ -183,9 +183,8 @@ def plan_arms(
         arms.append(("fallback", Q.knn_arm(vector, max(limit, 1), C.fallback_filter(flt_spec))))
     # Arms that return hits need no total: counting every match up to 10,000 keeps Lucene from
     # skipping non-competitive documents (measured at 100k: the keyword arm alone 13.3 -> 9.7 ms p50).
-    # Hits carry what the recall stages and the surfaces' views read; `detail` shows the whole memory.
-    source = C.SOURCE if req.detail else C.RECALL_SOURCE
-    arms = [(name, {**body, "track_total_hits": False, **({"_source": source} if "_source" in body else {})}) for name, body in arms]
+    # Hits that are not lean bring their whole stored memory (filters.clauses.WHOLE_SOURCE).
+    arms = [(name, {**body, "track_total_hits": False, **({"_source": C.WHOLE_SOURCE} if "_source" in body else {})}) for name, body in arms]
     if lean is not None:
         arms = [(name, L.lean_body(body, lean.fields, lean.stems) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
                 for name, body in arms]

@@ -57,7 +57,7 @@ def test_writer_stores_the_plain_terms_or_the_marker():
 
 
 def test_lean_body_swaps_the_source_for_doc_values():
-    body = {"size": 80, "_source": C.RECALL_SOURCE, "query": {"match_all": {}}, "track_total_hits": False}
+    body = {"size": 80, "_source": C.SOURCE, "query": {"match_all": {}}, "track_total_hits": False}
     lean = L.lean_body(body)
     assert "_source" not in lean and lean["stored_fields"] == "_none_" and lean["docvalue_fields"] == list(L.FIELDS)
     assert lean["query"] == {"match_all": {}} and lean["size"] == 80
