@@ -186,7 +186,7 @@ def plan_arms(
     # Hits that are not lean bring their whole stored memory (filters.clauses.WHOLE_SOURCE).
     arms = [(name, {**body, "track_total_hits": False, **({"_source": C.WHOLE_SOURCE} if "_source" in body else {})}) for name, body in arms]
     if lean is not None:
-        arms = [(name, L.lean_body(body, lean.fields, lean.stems) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else L.stored_body(body))
+        arms = [(name, L.lean_body(body, lean.fields, lean.stems) if name.removeprefix(SEEN_PREFIX) in LEAN_ARMS else body)
                 for name, body in arms]
     if options.idf and text and keywords:
         arms.append((COUNT_ARM, Q.doc_counts_arm(flt, list(dict.fromkeys(topic_keywords(keywords))))))
