@@ -140,18 +140,17 @@ def entity_spellings(*keys: str) -> list[str]:
 def collect_entities(sources: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Entity names of the seeds and relation-expanded memories, in result order, deduplicated —
     every type (people, places, organizations, tools, ...), not only people as AutoMem does. One name
-    with and without its accents is one entity ("jurgen" from its tag, "jürgen" from metadata): the
-    name first seen -> every spelling seen."""
-    found: dict[str, list[str]] = {}
-    named: dict[str, str] = {}  # unaccented -> the name first seen
+    with and without its accents is one entity ("jurgen" from its tag, "jürgen" from metadata), named
+    as written, with its accents: name -> every spelling seen, in the order names were first seen."""
+    found: dict[str, list[str]] = {}  # unaccented -> spellings
     for source in sources:
         for name in source.get("entities") or ():
             key = entity_key(str(name))
             if key:
-                spellings = found.setdefault(named.setdefault(unaccented(key), key), [])
+                spellings = found.setdefault(unaccented(key), [])
                 if key not in spellings:
                     spellings.append(key)
-    return found
+    return {next((s for s in spellings if s != plain), spellings[0]): spellings for plain, spellings in found.items()}
 
 
 def entity_query(

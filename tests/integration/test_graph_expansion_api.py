@@ -164,14 +164,14 @@ def test_entity_names_and_slugs_meet_and_every_type_counts(api):
 
 def test_a_name_with_and_without_its_accents_is_one_entity(api):
     # The entity tag's slug has no accents ("jurgen"), metadata keeps them ("Jürgen"): one person, listed
-    # once and searched by both spellings.
+    # once, by its written name, and searched by both spellings.
     seed = m(api, "Kickoff with Jürgen", 0.9, ["seed", "entity:people:jurgen"], metadata={"entities": {"people": ["Jürgen"]}})
     tagged = m(api, "Jurgen runs the Munich office", 0.5, ["entity:people:jurgen"])
     named = m(api, "Jürgen prefers tea", 0.5, metadata={"entities": {"people": ["Jürgen"]}})
     body = recall(api, tags="seed", expand_entities="true")
     assert ids(body)[0] == seed
-    assert body["entity_expansion"]["entities_found"] == ["jurgen"]
-    assert {r["id"]: r["expanded_from_entity"] for r in body["results"][1:]} == {tagged: "jurgen", named: "jurgen"}
+    assert body["entity_expansion"]["entities_found"] == ["jürgen"]
+    assert {r["id"]: r["expanded_from_entity"] for r in body["results"][1:]} == {tagged: "jürgen", named: "jürgen"}
 
 
 def test_entity_expansion_limits(api):
