@@ -45,8 +45,14 @@ NOUN_LANGUAGE_MIN_SHARE = 0.12
 # arbeitet bei Siemens, ihr Bruder bei BMW." has only "bei" and "ihr".
 NOUN_LANGUAGE_SHORT_WORDS = 2
 NOUN_LANGUAGE_SHORT_SHARE = 0.25
+# ... or, in a short sentence, one of them or two different words German shares with English
+# (`_BORROWED_CUES`), where these and the shared ones are this share of its words: "Ich bin ein
+# Berliner.", "Lena hat einen Hund.", "Paul hat den Bus verpasst."
+NOUN_LANGUAGE_FEW_WORDS_SHARE = 0.4
 # Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
 _SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
+# German function words that are English (or Dutch, or names) too, so not in the list: support only.
+_BORROWED_CUES = frozenset({"bin", "hat", "er", "es", "sie", "der", "die", "den", "dem", "des", "mit", "zu"})
 _CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
 _TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
@@ -107,7 +113,12 @@ def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
     if len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens):
         return True
     own = set(cues) - _SHARED_CUES
-    return len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens)
+    if len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens):
+        return True
+    borrowed = [w for t in tokens if (w := t.text.lower()) in _BORROWED_CUES]
+    if not own and len(set(borrowed)) < 2:
+        return False
+    return len(cues) + len(borrowed) >= max(2, NOUN_LANGUAGE_FEW_WORDS_SHARE * len(tokens))
 
 
 def nouns_capitalised_by_token(text: str, tokens: list[_Token], gaz: Gazetteer) -> list[bool]:

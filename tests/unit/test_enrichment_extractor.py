@@ -169,6 +169,23 @@ def test_a_short_german_sentence_is_read_as_german():
     assert extract_entities(text, gaz) == extract_entities(text, english) == {"people": ["Garten"]}
 
 
+def test_a_very_short_german_sentence_is_read_as_german():
+    # One German-only function word, or two German ones English spells too ("hat", "den"), with the
+    # shared ones making up a large share of a short sentence: "Berliner", "Hund" and "Arzt" (census
+    # surnames) were people, and "Lena" and "Paul" were dropped before "hat".
+    gaz = load_gazetteer()
+    assert extract_entities("Ich bin ein Berliner.", gaz) == {}
+    assert extract_entities("Ich bin Arzt.", gaz) == {}
+    assert extract_entities("Lena hat einen Hund.", gaz) == {"people": ["Lena"]}
+    assert extract_entities("Paul hat den Bus verpasst.", gaz) == {"people": ["Paul"]}
+    # One English word German spells too is not enough, nor is one German word in a longer sentence.
+    english = dataclasses.replace(gaz, noun_language_words=frozenset())
+    for text in ("Hat tip to Miller for the idea.", "I left my hat in the den with Miller and Garten.",
+                 "Caroline said ich bin müde, then Miller left with Garten."):
+        assert extract_entities(text, gaz) == extract_entities(text, english)
+        assert "Miller" in extract_entities(text, gaz)["people"]
+
+
 def test_a_german_sentence_in_a_text_of_another_language_is_read_as_german():
     # The text as a whole is not German, its last sentence is: "Bruder" was a person and Lena dropped.
     gaz = load_gazetteer()
