@@ -29,6 +29,14 @@ def error_body(code: int, message: str, **extra) -> dict:
     return body
 
 
+def unrouted_body(code: int, message: str) -> dict:
+    """An answer given before a route is chosen (the HTTP parser refused the request; its head or its
+    body is too large) or by the last-resort guard: which surface the client speaks is not known, so
+    the body carries each one's message field too, Signet's `error` and Hindsight's `detail` (their
+    errors.py), and every client finds the field it reads."""
+    return {"error": message, "detail": message, **error_body(code, message)}
+
+
 def describe_validation(exc: RequestValidationError) -> str:
     """FastAPI's validation errors as one sentence naming each field."""
     parts = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from service.api.responses import dumps
-from service.api.errors import error_body
+from service.api.errors import unrouted_body
 
 MALFORMED = (
     "Invalid HTTP request: the request line or a header could not be parsed "
@@ -79,7 +79,7 @@ class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
 
     def _send_error(self, status: int, message: str) -> None:
         self._refused = True
-        body = dumps(error_body(status, message))
+        body = dumps(unrouted_body(status, message))
         content = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             content.extend([name, b": ", value, b"\r\n"])

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from service.admin.restore import MAX_ARCHIVE_BYTES
-from service.api.errors import error_body
+from service.api.errors import unrouted_body
 from service.api.responses import dumps
 
 log = logging.getLogger("engram.errors")
@@ -74,7 +74,7 @@ class RequestGuard:
             await send(message)
 
         async def send_raw(status: int, message: str) -> None:
-            body = dumps(error_body(status, message))
+            body = dumps(unrouted_body(status, message))
             state["status"], state["started"] = status, True
             await send({
                 "type": "http.response.start", "status": status,

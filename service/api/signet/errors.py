@@ -5,8 +5,8 @@ Validation errors are a 400, as Signet's are (never FastAPI's 422).
 
 A route class (FastAPI's documented way to customise one router's request handling), so the
 app-wide handlers in service/api/errors.py stay as they are for every other route. Errors raised
-before a route is chosen (a body over MAX_REQUEST_BYTES, a malformed request line) keep the
-service-wide shape.
+before a route is chosen (a body over MAX_REQUEST_BYTES, a malformed request line) have the
+service-wide shape with `error` (and Hindsight's `detail`) alongside: `errors.unrouted_body`.
 """
 
 from __future__ import annotations
