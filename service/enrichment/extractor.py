@@ -330,6 +330,12 @@ _NAME_FOLLOWERS = frozenset({
     "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
     "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
     "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
+    # More irregular pasts ("Jon wore ..."), none of them a present tense or a common noun too (not
+    # "put", "read", "set", "beat", "lay").
+    "wore", "kept", "paid", "heard", "held", "sat", "slept", "spoke", "stood", "swam", "sang", "threw",
+    "woke", "chose", "became", "forgot", "grew", "hid", "meant", "rode", "stole", "fell", "fought",
+    "caught", "ate", "drank", "drew", "broke", "blew", "fed", "fled", "froze", "hung", "led", "shook",
+    "sought", "swore", "understood", "forgave", "overslept",
 })
 # The same in Spanish, French, Italian and Portuguese ("Ana dijo ...", "Marie habite ..."), none of
 # them an English word, so that English text reads as before.

@@ -48,6 +48,7 @@ TABLE = [
     ("They enjoyed the Grand Canyon and Lake Tahoe.", {"places": ["Grand Canyon", "Lake Tahoe"]}),
     ("We moved to Florence in May.", {"places": ["Florence"]}),
     ("Florence said hi.", {"people": ["Florence"]}),
+    ("Jon wore his new suit; Will read it later.", {"people": ["Jon"]}),  # "read" is a present too
     ("Hang in there! Young people are resilient.", {}),
     ("Rachel works as a nurse at Mercy Hospital.", {"people": ["Rachel"], "organizations": ["Mercy Hospital"]}),
     ("I like Bach and Mozart.", {"people": ["Bach"], "concepts": ["Mozart"]}),
