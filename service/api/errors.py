@@ -13,9 +13,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from service.api.responses import SafeJSONResponse as JSONResponse
 from service.errors import EngramError
+from service.observability.http_metrics import flat_routes
 from service.observability.request_id import current_request_id
 
 log = logging.getLogger("engram.errors")
@@ -29,12 +31,16 @@ def error_body(code: int, message: str, **extra) -> dict:
     return body
 
 
-def unrouted_body(code: int, message: str) -> dict:
-    """An answer given before a route is chosen (the HTTP parser refused the request; its head or its
-    body is too large) or by the last-resort guard: which surface the client speaks is not known, so
-    the body carries each one's message field too, Signet's `error` and Hindsight's `detail` (their
-    errors.py), and every client finds the field it reads."""
-    return {"error": message, "detail": message, **error_body(code, message)}
+def unrouted_body(app: Any, method: str, path: str, code: int, message: str) -> dict:
+    """An error answered before the app routes the request (the HTTP parser refused it, its head or
+    body is too large, the guard's last resort), in the shape of the surface whose route it was for:
+    the first route of `app` matching method and path, as the router picks, if that route's class has
+    a shape of its own (`surface_route`); else the service's."""
+    scope = {"type": "http", "method": method, "path": path, "root_path": ""}
+    for route in flat_routes(app):
+        if route.matches(scope)[0] is Match.FULL:
+            return getattr(getattr(route, "original_route", route), "error_body", error_body)(code, message)
+    return error_body(code, message)
 
 
 def describe_validation(exc: RequestValidationError) -> str:
@@ -56,6 +62,8 @@ def surface_route(body: Callable[..., dict], invalid: Callable[[RequestValidatio
     documented way to customise one router's handling; the app-wide handlers below stay for the rest."""
 
     class SurfaceRoute(APIRoute):
+        error_body = staticmethod(body)  # also read for answers given before routing (unrouted_body)
+
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
 

@@ -3,13 +3,18 @@ refuses is answered with the error shape, and so that a request's head has a siz
 
 - uvicorn answers what its parser refuses (a URL over about 64 KiB, a control character in a header)
   itself, before any ASGI code runs, with a text/plain "Invalid HTTP request received."; here only
-  that answer's body changes (the connection is still closed: the parser cannot go on).
+  that answer's body changes, to the error shape of the route the request was for (Signet's and
+  Hindsight's routes have their own: `errors.unrouted_body`); the connection is still closed, as the
+  parser cannot go on.
 - uvicorn and httptools put no bound on the header fields: a client could make the service buffer
   megabytes of headers before any ASGI code runs. A request line plus headers larger than
   MAX_REQUEST_HEAD_BYTES gets a 431 with the error shape and the connection is closed.
 """
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
@@ -74,12 +79,18 @@ class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = False
         super().on_headers_complete()
 
+    def _method(self) -> str:
+        try:
+            return self.parser.get_method().decode("ascii", "replace")
+        except Exception:  # noqa: BLE001 - the request line itself was refused
+            return ""
+
     def send_400_response(self, msg: str) -> None:
         self._send_error(431, HEAD_TOO_LARGE) if self._too_large else self._send_error(400, MALFORMED)
 
     def _send_error(self, status: int, message: str) -> None:
         self._refused = True
-        body = dumps(unrouted_body(status, message))
+        body = dumps(unrouted_body(_routed_app(self.app), self._method(), _path(getattr(self, "url", b"")), status, message))
         content = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             content.extend([name, b": ", value, b"\r\n"])
@@ -92,6 +103,18 @@ class JSONErrorHttpToolsProtocol(HttpToolsProtocol):
         ])
         self.transport.write(b"".join(content))
         self.transport.close()
+
+
+def _path(url: bytes) -> str:
+    """The path of a request line's URL (as much as was received), as the ASGI scope would hold it."""
+    return unquote(url.partition(b"?")[0].decode("latin-1"))
+
+
+def _routed_app(app: Any) -> Any:
+    """The app with the routes, inside the wrappers uvicorn adds (proxy headers, message logging)."""
+    while app is not None and not hasattr(app, "routes"):
+        app = getattr(app, "app", None)
+    return app
 
 
 # Keyword arguments for uvicorn.run / uvicorn.Config wherever the app is served.

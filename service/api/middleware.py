@@ -74,7 +74,7 @@ class RequestGuard:
             await send(message)
 
         async def send_raw(status: int, message: str) -> None:
-            body = dumps(unrouted_body(status, message))
+            body = dumps(unrouted_body(scope.get("app"), scope.get("method", ""), scope.get("path", ""), status, message))
             state["status"], state["started"] = status, True
             await send({
                 "type": "http.response.start", "status": status,

@@ -72,7 +72,7 @@ def _endpoint_paths(app: Any) -> dict[int, str]:
     return paths
 
 
-def _routes(app: Any) -> list[Any]:
+def flat_routes(app: Any) -> list[Any]:
     """The app's routes with FastAPI's included routers (FastAPI >= 0.116) expanded into theirs."""
     flat: list[Any] = []
     for route in getattr(app, "routes", ()):
@@ -88,7 +88,7 @@ def _matched_template(app: Any, scope: Scope) -> str | None:
     """The template of the route the request would reach (another method's when only the path
     matches), for answers given before the router ran."""
     partial = None
-    for route in _routes(app):
+    for route in flat_routes(app):
         match, _ = route.matches(scope)
         path = getattr(route, "path", None)
         if match == Match.NONE or not isinstance(path, str):

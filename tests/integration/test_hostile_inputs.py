@@ -77,7 +77,16 @@ def test_request_body_limit_is_413_with_the_error_shape(make_client):
 
     resp = api.post("/memory", content=chunks(), headers={"content-type": "application/json"})
     assert_error(resp, 413, "MAX_REQUEST_BYTES")
+    assert set(resp.json()) == {"status", "code", "message"}
     assert api.post("/memory", json={"content": "small"}).status_code == 201
+    # Refused before routing, but in the shape of the route it was for: Signet's adds `error`,
+    # Hindsight's `detail`.
+    signet = api.post("/api/memory/recall", json={"query": "x" * 5000})
+    assert_error(signet, 413, "MAX_REQUEST_BYTES")
+    assert signet.json()["error"] == signet.json()["message"]
+    hindsight = api.post("/v1/default/banks/b/memories", content=chunks(), headers={"content-type": "application/json"})
+    assert_error(hindsight, 413, "MAX_REQUEST_BYTES")
+    assert hindsight.json()["detail"] == hindsight.json()["message"]
 
 
 def test_t_invalid_must_be_after_t_valid(api):

@@ -5,8 +5,8 @@ Validation errors are a 400, as Signet's are (never FastAPI's 422).
 
 A route class (FastAPI's documented way to customise one router's request handling), so the
 app-wide handlers in service/api/errors.py stay as they are for every other route. Errors raised
-before a route is chosen (a body over MAX_REQUEST_BYTES, a malformed request line) have the
-service-wide shape with `error` (and Hindsight's `detail`) alongside: `errors.unrouted_body`.
+before the app routes a request (a body over MAX_REQUEST_BYTES, a request line the HTTP parser
+refuses) take the shape of the route it was for too (`errors.unrouted_body`).
 """
 
 from __future__ import annotations
