@@ -144,11 +144,16 @@ def wait_for(path: Path, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+def py_spy_exe() -> str | None:
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 def start_py_spy(pid: int, out: Path) -> subprocess.Popen:
     """py-spy sampling the running service 250 times a second, raw stacks to `out`. --gil: only the
     thread holding the GIL, i.e. Python code running; py-spy's own idle test counted threads waiting
     in queue.get or the event loop's poll as busy (half the samples of a first try)."""
-    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    exe = py_spy_exe()
     cmd = [exe, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--output", str(out), "--threads", "--gil"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(2.0)  # attaching takes a moment; a sample lost at the start is noise, a missed second is not
@@ -247,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                         "py-spy's GIL samples miss onnxruntime's work, so with it the other stages share the rest")
     parser.add_argument("--out", type=Path, default=OUT / "latency-defaults.json")
     args = parser.parse_args(argv)
+    if args.py_spy and py_spy_exe() is None:
+        parser.error("--py-spy needs py-spy on PATH or beside python (make bench-latency installs the bench extra; or pip install py-spy)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     from bench import corpus as C
 
