@@ -17,7 +17,7 @@ from starlette.routing import Match
 
 from service.api.responses import SafeJSONResponse as JSONResponse
 from service.errors import EngramError
-from service.observability.http_metrics import flat_routes
+from service.observability.routing import route_for
 from service.observability.request_id import current_request_id
 
 log = logging.getLogger("engram.errors")
@@ -36,10 +36,9 @@ def unrouted_body(app: Any, method: str, path: str, code: int, message: str) -> 
     body is too large, the guard's last resort), in the shape of the surface whose route it was for:
     the first route of `app` matching method and path, as the router picks, if that route's class has
     a shape of its own (`surface_route`); else the service's."""
-    scope = {"type": "http", "method": method, "path": path, "root_path": ""}
-    for route in flat_routes(app):
-        if route.matches(scope)[0] is Match.FULL:
-            return getattr(getattr(route, "original_route", route), "error_body", error_body)(code, message)
+    route, match = route_for(app, {"type": "http", "method": method, "path": path, "root_path": ""})
+    if match is Match.FULL:
+        return getattr(getattr(route, "original_route", route), "error_body", error_body)(code, message)
     return error_body(code, message)
 
 

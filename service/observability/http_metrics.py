@@ -14,7 +14,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.routing import Match, Mount
+from starlette.routing import Mount
+
+from service.observability.routing import route_for
 
 Scope = MutableMapping[str, Any]
 Observe = Callable[[str, str, str, float], None]  # (method, handler, status, seconds)
@@ -54,7 +56,8 @@ class HttpMetricsMiddleware:
             return path
         endpoint = scope.get("endpoint")
         if endpoint is None:
-            return _matched_template(scope.get("app"), scope) or UNMATCHED
+            route, _ = route_for(scope.get("app"), scope)
+            return route.path if route is not None else UNMATCHED
         if self._endpoint_paths is None:
             self._endpoint_paths = _endpoint_paths(scope.get("app"))
         return self._endpoint_paths.get(id(endpoint), UNMATCHED)
@@ -70,30 +73,3 @@ def _endpoint_paths(app: Any) -> dict[int, str]:
         elif hasattr(route, "endpoint") and isinstance(getattr(route, "path", None), str):
             paths[id(route.endpoint)] = route.path
     return paths
-
-
-def flat_routes(app: Any) -> list[Any]:
-    """The app's routes with FastAPI's included routers (FastAPI >= 0.116) expanded into theirs."""
-    flat: list[Any] = []
-    for route in getattr(app, "routes", ()):
-        contexts = getattr(route, "effective_route_contexts", None)
-        if callable(contexts):
-            flat.extend(getattr(c, "starlette_route", None) or c for c in contexts())
-        else:
-            flat.append(route)
-    return flat
-
-
-def _matched_template(app: Any, scope: Scope) -> str | None:
-    """The template of the route the request would reach (another method's when only the path
-    matches), for answers given before the router ran."""
-    partial = None
-    for route in flat_routes(app):
-        match, _ = route.matches(scope)
-        path = getattr(route, "path", None)
-        if match == Match.NONE or not isinstance(path, str):
-            continue
-        if match == Match.FULL:
-            return path
-        partial = partial or path
-    return partial
