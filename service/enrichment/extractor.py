@@ -254,7 +254,7 @@ class _Extraction:
         if self.capitalised_nouns[i] and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
         lowered = nxt.lower()
-        return _capitalised(nxt) or lowered in _NAME_FOLLOWERS or lowered in _ROMANCE_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
+        return _capitalised(nxt) or lowered in _NAME_FOLLOWERS or lowered in _FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
     def classify(self, words: list[str], initial: bool, prev: str, nouns: bool = False) -> str | None:
         """The category of a capitalised span; `nouns`: it stands where nouns are capitalised (German)."""
@@ -337,9 +337,9 @@ _NAME_FOLLOWERS = frozenset({
     "caught", "ate", "drank", "drew", "broke", "blew", "fed", "fled", "froze", "hung", "led", "shook",
     "sought", "swore", "understood", "forgave", "overslept",
 })
-# The same in Spanish, French, Italian and Portuguese ("Ana dijo ...", "Marie habite ..."), none of
-# them an English word, so that English text reads as before.
-_ROMANCE_NAME_FOLLOWERS = frozenset({
+# The same in Spanish, French, Italian, Portuguese and German ("Ana dijo ...", "Marie habite ...",
+# "Lena ist ..."), none of them an English word, so that English text reads as before.
+_FOREIGN_NAME_FOLLOWERS = frozenset({
     # Spanish
     "y", "dijo", "está", "estaba", "fue", "tiene", "tenía", "vive", "vivía", "trabaja", "trabajaba",
     "quiere", "quería", "hizo", "compró", "llegó", "viajó", "empezó", "también", "siempre",
@@ -349,6 +349,8 @@ _ROMANCE_NAME_FOLLOWERS = frozenset({
     "è", "disse", "abita", "lavora", "vuole", "ama", "anche", "sempre",
     # Portuguese
     "disse", "diz", "mora", "morava", "trabalha", "quer", "foi", "tem", "tinha", "gosta", "também",
+    # German, for a sentence too short to be told German ("Lena ist Lehrerin in München.")
+    "ist", "und", "arbeitet", "wohnt", "sagt", "sagte", "hatte", "wollte", "möchte",
 })
 
 @lru_cache(maxsize=8)

@@ -179,6 +179,8 @@ def test_a_very_short_german_sentence_is_read_as_german():
     assert extract_entities("Ich bin Arzt.", gaz) == {}
     assert extract_entities("Lena hat einen Hund.", gaz) == {"people": ["Lena"]}
     assert extract_entities("Paul hat den Bus verpasst.", gaz) == {"people": ["Paul"]}
+    # Too short to be told German, but "ist" is no English word: Lena is its subject.
+    assert extract_entities("Lena ist Lehrerin in München.", gaz)["people"] == ["Lena"]
     # One English word German spells too is not enough, nor is one German word in a longer sentence.
     english = dataclasses.replace(gaz, noun_language_words=frozenset())
     for text in ("Hat tip to Miller for the idea.", "I left my hat in the den with Miller and Garten.",
