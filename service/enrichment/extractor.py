@@ -62,7 +62,7 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
-_GERMAN_NAME_FOLLOWERS = frozenset({"und", "war", "wird", "kann", "will", "muss", "soll", "mag"})
+_GERMAN_NAME_FOLLOWERS = frozenset({"war", "wird", "kann", "will", "muss", "soll", "mag"})
 
 
 def slugify(name: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from starlette.routing import Match
 
 
-def flat_routes(app: Any) -> list[Any]:
+def _flat_routes(app: Any) -> list[Any]:
     """The app's routes with FastAPI's included routers (FastAPI >= 0.116) expanded into theirs."""
     flat: list[Any] = []
     for route in getattr(app, "routes", ()):
@@ -26,7 +26,7 @@ def route_for(app: Any, scope: Mapping[str, Any]) -> tuple[Any, Match]:
     """The first route matching the request's method and path, as the router picks (Match.FULL); else
     the first matching its path only (Match.PARTIAL: another method's); else (None, Match.NONE)."""
     partial = None
-    for route in flat_routes(app):
+    for route in _flat_routes(app):
         if not isinstance(getattr(route, "path", None), str):
             continue
         match, _ = route.matches(scope)
