@@ -115,10 +115,22 @@ def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
     own = set(cues) - _SHARED_CUES
     if len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens):
         return True
+    if _name_hat(tokens, gaz):
+        return True
     borrowed = [w for t in tokens if (w := t.text.lower()) in _BORROWED_CUES]
     if not own and len(set(borrowed)) < 2:
         return False
     return len(cues) + len(borrowed) >= max(2, NOUN_LANGUAGE_FEW_WORDS_SHARE * len(tokens))
+
+
+def _name_hat(tokens: list[_Token], gaz: Gazetteer) -> bool:
+    """A sentence that opens with a first name, "hat" and a noun or a German function word is German
+    ("Jonas hat Hunger."): English has no such clause ("Santa hat for ..." is a hat). The caller's
+    tokens start a sentence."""
+    if len(tokens) < 3 or tokens[1].text != "hat" or not _capitalised(tokens[0].text) or unaccented(tokens[0].text) not in gaz.first_names:
+        return False
+    after = tokens[2].text
+    return _capitalised(after) or (w := after.lower()) in gaz.noun_language_words or w in _BORROWED_CUES or w in _ARTICLES
 
 
 def nouns_capitalised_by_token(text: str, tokens: list[_Token], gaz: Gazetteer) -> list[bool]:

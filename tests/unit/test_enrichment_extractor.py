@@ -189,6 +189,20 @@ def test_a_very_short_german_sentence_is_read_as_german():
         assert "Miller" in extract_entities(text, gaz)["people"]
 
 
+
+def test_a_sentence_opening_with_a_first_name_and_hat_is_german():
+    # Three words, one of them German that English spells too: read as English, "Hunger" (a census
+    # surname) was a person and Jonas dropped.
+    gaz = load_gazetteer()
+    assert extract_entities("Jonas hat Hunger.", gaz) == {"people": ["Jonas"]}
+    assert extract_entities("Max hat Geburtstag.", gaz) == {"people": ["Max"]}
+    assert extract_entities("Lena hat keine Zeit.", gaz) == {"people": ["Lena"]}  # "keine": German only
+    # A hat elsewhere, or after a word that is no first name, is English's.
+    english = dataclasses.replace(gaz, noun_language_words=frozenset())
+    for text in ("Then Miller gave Sarah a hat.", "Santa hat for Miller.", "Sarah's hat is on Miller's desk."):
+        assert extract_entities(text, gaz) == extract_entities(text, english)
+        assert "Miller" in extract_entities(text, gaz)["people"]
+
 def test_a_german_sentence_in_a_text_of_another_language_is_read_as_german():
     # The text as a whole is not German, its last sentence is: "Bruder" was a person and Lena dropped.
     gaz = load_gazetteer()
