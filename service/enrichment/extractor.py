@@ -308,7 +308,7 @@ class _Extraction:
             return None if n == 1 else "concepts"
         if n == 1 and first in g.last_names:
             return "people"
-        if n == 2 and last in g.last_names and not any(w.isupper() for w in words):
+        if n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in _TITLE_ARTICLES:
             return "people"
         return "concepts"
 
@@ -335,6 +335,8 @@ _ARTICLES = frozenset({
     "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
     "im", "ins", "am", "zum", "zur", "beim", "vom",
 })
+# German articles no given name spells ("Des" is one): "Die Hard" and "Das Boot" are titles, not people.
+_TITLE_ARTICLES = frozenset({"der", "die", "das", "den", "dem"})
 # After a capitalised name that starts a sentence, these words make it a subject or vocative
 # ("Jon is ...", "Luna and Oliver"); any other lowercase word makes it an ordinary word ("Hang in").
 _NAME_FOLLOWERS = frozenset({

@@ -264,3 +264,12 @@ def test_companies_beyond_the_american_ones_are_organizations():
         "people": ["Lena"], "organizations": ["BMW", "Siemens"],
     }
     assert extract_entities("She left Airbus for Boeing and paid with PayPal.", gaz) == {"organizations": ["Airbus", "Boeing", "PayPal"]}
+
+
+def test_a_german_article_and_a_surname_make_a_title_not_a_person():
+    # "Hard" and "Boot" are census surnames; two capitalised words ending in one were a person.
+    gaz = load_gazetteer()
+    assert extract_entities("Melanie: I saw Die Hard with Mark.", gaz) == {"people": ["Mark", "Melanie"], "concepts": ["Die Hard"]}
+    assert extract_entities("We watched Das Boot with Sarah.", gaz) == {"people": ["Sarah"], "concepts": ["Das Boot"]}
+    # "Des" is a given name too.
+    assert extract_entities("Melanie met Des Lynam and Sarah.", gaz)["people"] == ["Des Lynam", "Melanie", "Sarah"]
