@@ -12,6 +12,7 @@ How a span is read, in order (first rule that applies wins):
   "... Inc", "... University", "Lake ..." -> organizations / places by their first or last word
   "project X", "X repo"                   -> projects
   a first name ("Amy Ellis Nutt")         -> people
+  after "a dog named", "a cat called"     -> people (the animal's name, whatever the lists say)
   after "using" / "via"; CamelCase        -> tools
   an acronym (LGBTQ)                      -> concepts
   a surname alone / "First Last"          -> people
@@ -28,6 +29,10 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from service.enrichment.cue_words import (
+    ARTICLES, BORROWED_CUES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS,
+    PET_NOUNS, SHARED_CUES, TECH_LOWER, TITLE_ARTICLES,
+)
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.memory.tags import unaccented
 
@@ -46,14 +51,9 @@ NOUN_LANGUAGE_MIN_SHARE = 0.12
 NOUN_LANGUAGE_SHORT_WORDS = 2
 NOUN_LANGUAGE_SHORT_SHARE = 0.25
 # ... or, in a short sentence, one of them or two different words German shares with English
-# (`_BORROWED_CUES`), where these and the shared ones are this share of its words: "Ich bin ein
+# (`BORROWED_CUES`), where these and the shared ones are this share of its words: "Ich bin ein
 # Berliner.", "Lena hat einen Hund.", "Paul hat den Bus verpasst."
 NOUN_LANGUAGE_FEW_WORDS_SHARE = 0.4
-# Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
-_SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
-# German function words that are English (or Dutch, or names) too, so not in the list: support only.
-_BORROWED_CUES = frozenset({"bin", "hat", "er", "es", "sie", "der", "die", "den", "dem", "des", "mit", "zu"})
-_CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
 _TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
 _BOUNDARY = re.compile(r"[.!?;:\n\u2013\u2014(\[]\s*[\"“'(\[]*\s*$|(?:^|\s)-\s*$")
@@ -62,7 +62,6 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
-_GERMAN_NAME_FOLLOWERS = frozenset({"war", "wird", "kann", "will", "muss", "soll", "mag"})
 
 
 def slugify(name: str) -> str:
@@ -112,12 +111,12 @@ def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
     cues = [w for t in tokens if (w := t.text.lower()) in gaz.noun_language_words]
     if len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens):
         return True
-    own = set(cues) - _SHARED_CUES
+    own = set(cues) - SHARED_CUES
     if len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens):
         return True
     if _name_hat(tokens, gaz):
         return True
-    borrowed = [w for t in tokens if (w := t.text.lower()) in _BORROWED_CUES]
+    borrowed = [w for t in tokens if (w := t.text.lower()) in BORROWED_CUES]
     if not own and len(set(borrowed)) < 2:
         return False
     return len(cues) + len(borrowed) >= max(2, NOUN_LANGUAGE_FEW_WORDS_SHARE * len(tokens))
@@ -130,7 +129,7 @@ def _name_hat(tokens: list[_Token], gaz: Gazetteer) -> bool:
     if len(tokens) < 3 or tokens[1].text != "hat" or not _capitalised(tokens[0].text) or unaccented(tokens[0].text) not in gaz.first_names:
         return False
     after = tokens[2].text
-    return _capitalised(after) or (w := after.lower()) in gaz.noun_language_words or w in _BORROWED_CUES or w in _ARTICLES
+    return _capitalised(after) or (w := after.lower()) in gaz.noun_language_words or w in BORROWED_CUES or w in ARTICLES
 
 
 def nouns_capitalised_by_token(text: str, tokens: list[_Token], gaz: Gazetteer) -> list[bool]:
@@ -196,7 +195,7 @@ class _Extraction:
                 continue
             if lowered in capitalized_only and (word != capitalized_only[lowered] or _sentence_initial(self.text, m.start())):
                 continue
-            if not _capitalised(word) and not (lowered in _TECH_LOWER or _distinctive(canonical.get(lowered, word))):
+            if not _capitalised(word) and not (lowered in TECH_LOWER or _distinctive(canonical.get(lowered, word))):
                 continue
             if lowered in self.gaz.organizations and lowered not in self.gaz.tools:
                 if not _capitalised(word):
@@ -220,7 +219,7 @@ class _Extraction:
                 if gap != " " or not self.free(tokens[j].start, tokens[j].end):
                     break
                 nxt = tokens[j].text
-                if _capitalised(nxt) or (nxt.lower() in _CONNECTORS and j + 1 < len(tokens) and _capitalised(tokens[j + 1].text)
+                if _capitalised(nxt) or (nxt.lower() in CONNECTORS and j + 1 < len(tokens) and _capitalised(tokens[j + 1].text)
                                          and self.text[tokens[j].end : tokens[j + 1].start] == " "):
                     if _POSSESSIVE.search(tokens[j - 1].text):
                         break  # "Oliver's Mom": the possessive ends the name
@@ -232,11 +231,13 @@ class _Extraction:
 
     def span(self, tokens: list[_Token], i: int, j: int) -> None:
         words = [t.text for t in tokens[i:j]]
-        # Leading greetings and function words are not part of a name ("Hey Caroline", "The").
-        while words and (words[0].lower() in self.gaz.common_words or words[0].lower() in _CONNECTORS):
+        # Leading greetings and function words are not part of a name ("Hey Caroline", "The"), unless a
+        # known name starts with them ("New York", "South Africa"; `known_start`).
+        while (words and (words[0].lower() in self.gaz.common_words or words[0].lower() in CONNECTORS)
+               and not self.known_start(words, tokens[i - 1].text.lower() if i > 0 else "")):
             words.pop(0)
             i += 1
-        while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() in self.gaz.common_words):
+        while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
         if not words or len(words) > MAX_WORDS:
             return
@@ -249,12 +250,36 @@ class _Extraction:
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
         category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
+        if category in ("places", "concepts", None) and not initial and self.pet_named(tokens, i):
+            category = "people"  # "a dog named Bello": Bello is the dog, not the town of that name
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
         if category == "projects" and len(words) > 1:
             words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
         if category:
             self.add(category, " ".join(words))
+
+    def known_start(self, words: list[str], prev: str) -> bool:
+        """Whether the span's first two words or more are a name the lists know ("New York", "South
+        Africa"); a smaller town's only after a word of place, as in `classify` ("to Great Yarmouth";
+        "In Salah" is a town too). "The" is never kept: "The Netherlands" is "Netherlands" (one slug
+        with "the Netherlands"), and the lists' towns called "The Valley" or "The Peak" are words."""
+        if words[0].lower() == "the":
+            return False
+        g = self.gaz
+        for k in range(len(words), 1, -1):
+            lowered = " ".join(words[:k]).lower()
+            if lowered in g.major_places or lowered in g.organizations or lowered in g.tools:
+                return True
+            if lowered in g.minor_places and prev in g.locative_cues:
+                return True
+        return False
+
+    def pet_named(self, tokens: list[_Token], i: int) -> bool:
+        """The span at `i` names an animal: "a dog named ...", "our cat called ...", "einen Hund namens ..."."""
+        if i < 2 or tokens[i - 1].text.lower() not in NAMING_WORDS:
+            return False
+        return tokens[i - 2].text.lower() in PET_NOUNS and self.text[tokens[i - 2].end : tokens[i].start].count(" ") == 2
 
     def named_subject(self, tokens: list[_Token], i: int) -> bool:
         """A lone name at a sentence start counts when punctuation, a possessive or a verb follows it."""
@@ -263,10 +288,10 @@ class _Extraction:
         if _POSSESSIVE.search(tok.text) or not rest.strip() or not rest[:1].isspace():
             return True
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if self.capitalised_nouns[i] and (nxt.lower() in _GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
+        if self.capitalised_nouns[i] and (nxt.lower() in GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
         lowered = nxt.lower()
-        return _capitalised(nxt) or lowered in _NAME_FOLLOWERS or lowered in _FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
+        return _capitalised(nxt) or lowered in NAME_FOLLOWERS or lowered in FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
     def classify(self, words: list[str], initial: bool, prev: str, nouns: bool = False) -> str | None:
         """The category of a capitalised span; `nouns`: it stands where nouns are capitalised (German)."""
@@ -293,7 +318,7 @@ class _Extraction:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
-            return None if nouns and n == 1 and prev in _ARTICLES else "people"
+            return None if nouns and n == 1 and prev in ARTICLES else "people"
         if initial and n == 1:
             return None  # sentence case: an unknown first word is just a word
         if prev in g.tool_cues:
@@ -308,7 +333,7 @@ class _Extraction:
             return None if n == 1 else "concepts"
         if n == 1 and first in g.last_names:
             return "people"
-        if n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in _TITLE_ARTICLES:
+        if n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in TITLE_ARTICLES:
             return "people"
         return "concepts"
 
@@ -320,52 +345,6 @@ class _Extraction:
         return {c: sorted(self.found[c].values(), key=str.lower) for c in CATEGORIES if self.found[c]}
 
 
-# Written in lowercase, a known name counts only if its usual spelling is not a plain capitalised
-# word ("MongoDB", "AWS", "Node.js") or it is one of these technical words; "outlook", "word",
-# "target" or "slack" in lowercase are English.
-_TECH_LOWER = frozenset({
-    "docker", "kubernetes", "postgres", "terraform", "ansible", "jenkins", "webpack", "django", "flask", "fastapi",
-    "pytorch", "tensorflow", "numpy", "jupyter", "vim", "emacs", "xcode", "jira", "figma", "photoshop", "grafana",
-    "prometheus", "nginx", "heroku", "vercel", "cloudflare", "ollama", "langchain", "kotlin", "haskell", "elixir",
-    "erlang", "clojure", "redis", "kafka", "cassandra", "elasticsearch", "opensearch", "qdrant", "falkordb", "sqlite",
-    "mysql", "mongodb", "postgresql", "typescript", "javascript", "svelte", "laravel", "ubuntu", "debian", "linux",
-})
-# German articles, alone or in a preposition ("im" = "in dem"): what follows is a noun, not a name.
-_ARTICLES = frozenset({
-    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
-    "im", "ins", "am", "zum", "zur", "beim", "vom",
-})
-# German articles no given name spells ("Des" is one): "Die Hard" and "Das Boot" are titles, not people.
-_TITLE_ARTICLES = frozenset({"der", "die", "das", "den", "dem"})
-# After a capitalised name that starts a sentence, these words make it a subject or vocative
-# ("Jon is ...", "Luna and Oliver"); any other lowercase word makes it an ordinary word ("Hang in").
-_NAME_FOLLOWERS = frozenset({
-    "and", "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did", "does", "asked", "told",
-    "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
-    "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
-    "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
-    # More irregular pasts ("Jon wore ..."), none of them a present tense or a common noun too (not
-    # "put", "read", "set", "beat", "lay").
-    "wore", "kept", "paid", "heard", "held", "sat", "slept", "spoke", "stood", "swam", "sang", "threw",
-    "woke", "chose", "became", "forgot", "grew", "hid", "meant", "rode", "stole", "fell", "fought",
-    "caught", "ate", "drank", "drew", "broke", "blew", "fed", "fled", "froze", "hung", "led", "shook",
-    "sought", "swore", "understood", "forgave", "overslept",
-})
-# The same in Spanish, French, Italian, Portuguese and German ("Ana dijo ...", "Marie habite ...",
-# "Lena ist ..."), none of them an English word, so that English text reads as before.
-_FOREIGN_NAME_FOLLOWERS = frozenset({
-    # Spanish
-    "y", "dijo", "está", "estaba", "fue", "tiene", "tenía", "vive", "vivía", "trabaja", "trabajaba",
-    "quiere", "quería", "hizo", "compró", "llegó", "viajó", "empezó", "también", "siempre",
-    # French
-    "et", "dit", "est", "était", "habite", "travaille", "veut", "aime", "adore", "pense", "vient", "va", "aussi",
-    # Italian
-    "è", "disse", "abita", "lavora", "vuole", "ama", "anche", "sempre",
-    # Portuguese
-    "disse", "diz", "mora", "morava", "trabalha", "quer", "foi", "tem", "tinha", "gosta", "também",
-    # German, for a sentence too short to be told German ("Lena ist Lehrerin in München.")
-    "ist", "und", "arbeitet", "wohnt", "sagt", "sagte", "hatte", "wollte", "möchte",
-})
 
 @lru_cache(maxsize=8)
 def _known_matcher(gaz: Gazetteer) -> re.Pattern:

@@ -53,6 +53,8 @@ class Gazetteer:
         for name in cls.__dataclass_fields__:
             items = lists.get(name, ())
             values[name] = frozenset(items if name in exact else (str(i).lower() for i in items))
+        # "The Netherlands", "the Bronx": the article is not part of the name as text writes it.
+        values["major_places"] |= {p.removeprefix("the ") for p in values["major_places"]}
         places = values["major_places"] | values["minor_places"]
         values["unaccented_places"] = frozenset(k for p in places if len(k := unaccented(p)) >= MIN_UNACCENTED and k not in places)
         return cls(**values)

@@ -273,3 +273,33 @@ def test_a_german_article_and_a_surname_make_a_title_not_a_person():
     assert extract_entities("We watched Das Boot with Sarah.", gaz) == {"people": ["Sarah"], "concepts": ["Das Boot"]}
     # "Des" is a given name too.
     assert extract_entities("Melanie met Des Lynam and Sarah.", gaz)["people"] == ["Des Lynam", "Melanie", "Sarah"]
+
+
+def test_a_known_name_keeps_a_leading_common_word():
+    # "New", "South", "Great" are common words, and a span's leading common words were dropped:
+    # "New York" was the place "York", "New Zealand" the concept "Zealand".
+    gaz = load_gazetteer()
+    assert extract_entities("I went to New York.", gaz) == {"places": ["New York"]}
+    assert extract_entities("New York is big.", gaz) == {"places": ["New York"]}
+    assert extract_entities("We moved to New Zealand last year.", gaz) == {"places": ["New Zealand"]}
+    assert extract_entities("South Africa is warm.", gaz) == {"places": ["South Africa"]}
+    assert extract_entities("The New York City trip was fun.", gaz) == {"places": ["New York City"]}
+    # A smaller town only after a word of place, as a one-word town: "In Salah" is a town too.
+    assert extract_entities("We drove to Great Yarmouth.", gaz) == {"places": ["Great Yarmouth"]}
+    assert "places" not in extract_entities("In Salah we trust.", gaz)
+    # A leading "The" is still dropped, so the country has one slug however it is written.
+    for text in ("The Netherlands won.", "We moved to the Netherlands.", "We moved to The Netherlands."):
+        assert entity_tags(extract_entities(text, gaz)) == ["entity:places:netherlands"]
+    assert extract_entities("Hey Caroline, how are you?", gaz) == {"people": ["Caroline"]}
+
+
+def test_an_animal_named_is_named_like_a_person():
+    # "Bello" is also a town (it was a place), "Biscuit" and "Mittens" are words (concepts).
+    gaz = load_gazetteer()
+    assert extract_entities("We have a dog named Bello.", gaz) == {"people": ["Bello"]}
+    assert extract_entities("Wir haben einen Hund namens Bello.", gaz) == {"people": ["Bello"]}
+    assert extract_entities("Our cat called Mittens hates Sarah.", gaz) == {"people": ["Mittens", "Sarah"]}
+    assert extract_entities("She adopted a puppy named Biscuit.", gaz) == {"people": ["Biscuit"]}
+    # Not after another noun, nor a name the lists know as something else.
+    assert extract_entities("I live in a town called Bello.", gaz) == {"places": ["Bello"]}
+    assert extract_entities("We have a dog named Google.", gaz) == {"organizations": ["Google"]}

@@ -1,0 +1,68 @@
+"""The entity extractor's word lists: the words around a capitalised word that tell what it is
+(service/enrichment/extractor.py reads them; the names, places and bodies are gazetteer.json's)."""
+
+from __future__ import annotations
+
+# Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
+SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
+# German function words that are English (or Dutch, or names) too, so not in the list: support only.
+BORROWED_CUES = frozenset({"bin", "hat", "er", "es", "sie", "der", "die", "den", "dem", "des", "mit", "zu"})
+CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
+# In German text, a first name before one of these verbs is their subject ("Lena will ...", "Tom
+# kann ..."); other verbs in the third person end in -t (the extractor's _GERMAN_THIRD_PERSON).
+GERMAN_NAME_FOLLOWERS = frozenset({"war", "wird", "kann", "will", "muss", "soll", "mag"})
+
+# Written in lowercase, a known name counts only if its usual spelling is not a plain capitalised
+# word ("MongoDB", "AWS", "Node.js") or it is one of these technical words; "outlook", "word",
+# "target" or "slack" in lowercase are English.
+TECH_LOWER = frozenset({
+    "docker", "kubernetes", "postgres", "terraform", "ansible", "jenkins", "webpack", "django", "flask", "fastapi",
+    "pytorch", "tensorflow", "numpy", "jupyter", "vim", "emacs", "xcode", "jira", "figma", "photoshop", "grafana",
+    "prometheus", "nginx", "heroku", "vercel", "cloudflare", "ollama", "langchain", "kotlin", "haskell", "elixir",
+    "erlang", "clojure", "redis", "kafka", "cassandra", "elasticsearch", "opensearch", "qdrant", "falkordb", "sqlite",
+    "mysql", "mongodb", "postgresql", "typescript", "javascript", "svelte", "laravel", "ubuntu", "debian", "linux",
+})
+# German articles, alone or in a preposition ("im" = "in dem"): what follows is a noun, not a name.
+ARTICLES = frozenset({
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
+    "im", "ins", "am", "zum", "zur", "beim", "vom",
+})
+# An animal's name follows these ("a dog named Bello"): a name like a person's, wherever the lists
+# put the word (Bello is also a town; "Biscuit" and "Oreo" are words).
+NAMING_WORDS = frozenset({"named", "called", "namens"})
+PET_NOUNS = frozenset({
+    "dog", "dogs", "puppy", "pup", "cat", "cats", "kitten", "kitty", "horse", "pony", "hamster", "rabbit", "bunny",
+    "parrot", "bird", "turtle", "tortoise", "goldfish", "fish", "snake", "lizard", "ferret", "pet", "pig", "goat",
+    "hund", "katze", "kater", "pferd",
+})
+# German articles no given name spells ("Des" is one): "Die Hard" and "Das Boot" are titles, not people.
+TITLE_ARTICLES = frozenset({"der", "die", "das", "den", "dem"})
+# After a capitalised name that starts a sentence, these words make it a subject or vocative
+# ("Jon is ...", "Luna and Oliver"); any other lowercase word makes it an ordinary word ("Hang in").
+NAME_FOLLOWERS = frozenset({
+    "and", "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did", "does", "asked", "told",
+    "went", "got", "loves", "likes", "wants", "thinks", "just", "also", "&", "from", "who", "called", "mentioned",
+    "met", "made", "saw", "took", "came", "gave", "found", "thought", "knew", "left", "felt", "brought", "began",
+    "ran", "wrote", "bought", "sent", "spent", "built", "drove", "flew", "told", "taught", "sold", "won", "lost",
+    # More irregular pasts ("Jon wore ..."), none of them a present tense or a common noun too (not
+    # "put", "read", "set", "beat", "lay").
+    "wore", "kept", "paid", "heard", "held", "sat", "slept", "spoke", "stood", "swam", "sang", "threw",
+    "woke", "chose", "became", "forgot", "grew", "hid", "meant", "rode", "stole", "fell", "fought",
+    "caught", "ate", "drank", "drew", "broke", "blew", "fed", "fled", "froze", "hung", "led", "shook",
+    "sought", "swore", "understood", "forgave", "overslept",
+})
+# The same in Spanish, French, Italian, Portuguese and German ("Ana dijo ...", "Marie habite ...",
+# "Lena ist ..."), none of them an English word, so that English text reads as before.
+FOREIGN_NAME_FOLLOWERS = frozenset({
+    # Spanish
+    "y", "dijo", "está", "estaba", "fue", "tiene", "tenía", "vive", "vivía", "trabaja", "trabajaba",
+    "quiere", "quería", "hizo", "compró", "llegó", "viajó", "empezó", "también", "siempre",
+    # French
+    "et", "dit", "est", "était", "habite", "travaille", "veut", "aime", "adore", "pense", "vient", "va", "aussi",
+    # Italian
+    "è", "disse", "abita", "lavora", "vuole", "ama", "anche", "sempre",
+    # Portuguese
+    "disse", "diz", "mora", "morava", "trabalha", "quer", "foi", "tem", "tinha", "gosta", "também",
+    # German, for a sentence too short to be told German ("Lena ist Lehrerin in München.")
+    "ist", "und", "arbeitet", "wohnt", "sagt", "sagte", "hatte", "wollte", "möchte",
+})
