@@ -200,10 +200,18 @@ class _Extraction:
             if lowered in self.gaz.organizations and lowered not in self.gaz.tools:
                 if not _capitalised(word):
                     continue  # "apple", "target", "who" in lowercase are words, not bodies
+                if self.suffixed(m.end()):
+                    continue  # "Stanford University": the whole span is the body's name (`spans`)
                 self.add("organizations", word)
             else:
                 self.add("tools", word)
             self.taken.append(m.span())
+
+    def suffixed(self, end: int) -> bool:
+        """Whether the capitalised words that follow `end` hold one that ends bodies' names ("Stanford
+        University", "Harvard Business School")."""
+        m = re.match(r"(?: [A-Z]\w*){1,3}", self.text[end : end + 80])
+        return m is not None and any(w.lower() in self.gaz.organization_suffixes for w in m.group().split())
 
     def spans(self) -> None:
         tokens = self.tokens
@@ -239,11 +247,16 @@ class _Extraction:
             i += 1
         while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
+        if (len(words) > 2 and words[1] == "the" and _sentence_initial(self.text, tokens[i].start)
+                and not any(self.known(words[:k]) for k in range(1, len(words) + 1))):
+            words = words[2:]  # "Visited the Golden Gate Bridge": a verb in sentence case, then the name ("Read the Docs" is one)
+            i += 2
         if not words or len(words) > MAX_WORDS:
             return
         words[-1] = _bare(words[-1])
         nouns = self.capitalised_nouns[i]
-        if nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names:
+        if (nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names
+                and not self.known(words)):  # but "Los Angeles" is a city
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
         initial = _sentence_initial(self.text, tokens[i].start)
@@ -258,6 +271,11 @@ class _Extraction:
             words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
         if category:
             self.add(category, " ".join(words))
+
+    def known(self, words: list[str]) -> bool:
+        """Whether the lists know these words as one name (a place, a body or a tool, any case)."""
+        g, lowered = self.gaz, " ".join(words).lower()
+        return lowered in g.major_places or lowered in g.minor_places or lowered in g.organizations or lowered in g.tools
 
     def known_start(self, words: list[str], prev: str) -> bool:
         """Whether the span's first two words or more are a name the lists know ("New York", "South

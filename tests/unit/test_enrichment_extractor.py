@@ -303,3 +303,28 @@ def test_an_animal_named_is_named_like_a_person():
     # Not after another noun, nor a name the lists know as something else.
     assert extract_entities("I live in a town called Bello.", gaz) == {"places": ["Bello"]}
     assert extract_entities("We have a dog named Google.", gaz) == {"organizations": ["Google"]}
+
+
+def test_a_known_body_before_a_word_that_ends_bodies_names_is_read_with_it():
+    # "Stanford" is a known body: it was taken alone, and "University" was left a place.
+    gaz = load_gazetteer()
+    assert extract_entities("She studies at Stanford University.", gaz) == {"organizations": ["Stanford University"]}
+    assert extract_entities("He went to Harvard Business School.", gaz) == {"organizations": ["Harvard Business School"]}
+    assert extract_entities("Stanford is great.", gaz) == {"organizations": ["Stanford"]}
+    assert extract_entities("I work at Google.", gaz) == {"organizations": ["Google"]}
+
+
+def test_a_sentence_case_word_and_the_before_a_name_are_not_part_of_it():
+    gaz = load_gazetteer()
+    assert extract_entities("Visited the Golden Gate Bridge with Tom.", gaz) == {"people": ["Tom"], "places": ["Golden Gate Bridge"]}
+    assert extract_entities("Loved the Eiffel Tower!", gaz) == {"places": ["Eiffel Tower"]}
+    # ... unless the lists know the whole: "Read the Docs" is a service.
+    assert extract_entities("Docs are on Read the Docs.", gaz) == {"tools": ["Read the Docs"]}
+    assert "concepts" not in extract_entities("Read the Docs hosts it.", gaz)
+
+
+def test_a_known_place_is_not_read_as_a_noun_before_a_name_in_german():
+    # "Angeles" is a first name: "Los" was read as a noun before it, like "Bruder" in "Bruder Thomas".
+    gaz = load_gazetteer()
+    assert extract_entities("Wir fliegen nach Los Angeles.", gaz) == {"places": ["Los Angeles"]}
+    assert extract_entities("Ich und mein Bruder Thomas wohnen in Berlin.", gaz) == {"people": ["Thomas"], "places": ["Berlin"]}
