@@ -66,3 +66,11 @@ FOREIGN_NAME_FOLLOWERS = frozenset({
     # German, for a sentence too short to be told German ("Lena ist Lehrerin in München.")
     "ist", "und", "arbeitet", "wohnt", "sagt", "sagte", "hatte", "wollte", "möchte",
 })
+# Languages and nationalities: a concept alone, never a person (many are census surnames: "French",
+# "German", "Spanish", "English").
+NATIONALITIES = frozenset({
+    "english", "french", "german", "spanish", "italian", "portuguese", "dutch", "irish", "welsh", "scottish", "british",
+    "american", "canadian", "mexican", "brazilian", "argentinian", "australian", "russian", "ukrainian", "polish",
+    "czech", "greek", "turkish", "swedish", "norwegian", "danish", "finnish", "swiss", "austrian", "belgian",
+    "chinese", "japanese", "korean", "vietnamese", "thai", "indian", "hindi", "arabic", "hebrew", "persian", "latin",
+})

@@ -18,7 +18,7 @@ How a span is read, in order (first rule that applies wins):
   a surname alone / "First Last"          -> people
   any other capitalised span mid-sentence -> concepts
 A capitalised word that starts a sentence is kept only when a list knows it (sentence case says
-nothing about it); so is any capitalised word alone in a German text (`nouns_capitalised`), where
+nothing about it); so is any capitalised word alone in a German text (`sentences.nouns_capitalised`), where
 every noun is capitalised.
 """
 
@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, BORROWED_CUES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS,
-    PET_NOUNS, SHARED_CUES, TECH_LOWER, TITLE_ARTICLES,
+    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES,
+    PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
+from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
 from service.memory.tags import unaccented
 
 # AutoMem's five (entity_quality.py _CATEGORY_ALIASES) plus places, which AutoMem files under concepts.
@@ -42,22 +42,11 @@ CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "pr
 MAX_WORDS = 6
 # Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
 MAX_TEXT = 20_000
-# A text is read as one that capitalises its nouns when this many different words of it, and this
-# share of its words, are that language's function words ("und", "nicht", "wir", ...).
-NOUN_LANGUAGE_MIN_WORDS = 3
-NOUN_LANGUAGE_MIN_SHARE = 0.12
-# ... or, in a short text, this many different ones no other language shares, at this share: "Lena
-# arbeitet bei Siemens, ihr Bruder bei BMW." has only "bei" and "ihr".
-NOUN_LANGUAGE_SHORT_WORDS = 2
-NOUN_LANGUAGE_SHORT_SHARE = 0.25
-# ... or, in a short sentence, one of them or two different words German shares with English
-# (`BORROWED_CUES`), where these and the shared ones are this share of its words: "Ich bin ein
-# Berliner.", "Lena hat einen Hund.", "Paul hat den Bus verpasst."
-NOUN_LANGUAGE_FEW_WORDS_SHARE = 0.4
-_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
-_BOUNDARY = re.compile(r"[.!?;:\n\u2013\u2014(\[]\s*[\"“'(\[]*\s*$|(?:^|\s)-\s*$")
 _POSSESSIVE = re.compile(r"['’]s$")
+_NAME_ABBREVIATIONS = frozenset({"St", "Mt", "Ft"})  # part of a place's name: "St. Louis", "Mt. Hood"
+# A verb that starts a sentence before a name ("Visited Paris", "Called Sarah Jones").
+_SENTENCE_VERB = re.compile(r"[A-Z][a-z]+(?:ed|ing)")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
@@ -81,79 +70,15 @@ def entity_tags(entities: dict[str, list[str]]) -> list[str]:
     return list(tags)
 
 
-@dataclass(frozen=True)
-class _Token:
-    text: str
-    start: int
-    end: int
-
-
-def _tokens(text: str) -> list[_Token]:
-    return [_Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-
-
-def _capitalised(word: str) -> bool:
-    return word[:1].isupper()
-
-
-def _sentence_initial(text: str, start: int) -> bool:
-    before = text[max(0, start - 8) : start]
-    return start == 0 or not text[:start].strip() or bool(_BOUNDARY.search(before))
-
-
 def _bare(word: str) -> str:
     return _POSSESSIVE.sub("", word)
-
-
-def nouns_capitalised(tokens: list[_Token], gaz: Gazetteer) -> bool:
-    """Whether the text is in a language that capitalises its nouns (German): there a capitalised
-    word says little more than its sentence position does in English."""
-    cues = [w for t in tokens if (w := t.text.lower()) in gaz.noun_language_words]
-    if len(set(cues)) >= NOUN_LANGUAGE_MIN_WORDS and len(cues) >= NOUN_LANGUAGE_MIN_SHARE * len(tokens):
-        return True
-    own = set(cues) - SHARED_CUES
-    if len(own) >= NOUN_LANGUAGE_SHORT_WORDS and len(cues) >= NOUN_LANGUAGE_SHORT_SHARE * len(tokens):
-        return True
-    if _name_hat(tokens, gaz):
-        return True
-    borrowed = [w for t in tokens if (w := t.text.lower()) in BORROWED_CUES]
-    if not own and len(set(borrowed)) < 2:
-        return False
-    return len(cues) + len(borrowed) >= max(2, NOUN_LANGUAGE_FEW_WORDS_SHARE * len(tokens))
-
-
-def _name_hat(tokens: list[_Token], gaz: Gazetteer) -> bool:
-    """A sentence that opens with a first name, "hat" and a noun or a German function word is German
-    ("Jonas hat Hunger."): English has no such clause ("Santa hat for ..." is a hat). The caller's
-    tokens start a sentence."""
-    if len(tokens) < 3 or tokens[1].text != "hat" or not _capitalised(tokens[0].text) or unaccented(tokens[0].text) not in gaz.first_names:
-        return False
-    after = tokens[2].text
-    return _capitalised(after) or (w := after.lower()) in gaz.noun_language_words or w in BORROWED_CUES or w in ARTICLES
-
-
-def nouns_capitalised_by_token(text: str, tokens: list[_Token], gaz: Gazetteer) -> list[bool]:
-    """`nouns_capitalised` for each token: the whole text's answer, or where the text is not German as
-    a whole, its sentence's (a memory may quote or switch language: "... a Lisboa. Lena arbeitet bei
-    Siemens, ihr Bruder bei BMW.")."""
-    if nouns_capitalised(tokens, gaz):
-        return [True] * len(tokens)
-    if not any(t.text.lower() in gaz.noun_language_words for t in tokens):
-        return [False] * len(tokens)
-    flags: list[bool] = []
-    start = 0
-    for k in range(1, len(tokens) + 1):
-        if k == len(tokens) or _sentence_initial(text, tokens[k].start):
-            flags += [nouns_capitalised(tokens[start:k], gaz)] * (k - start)
-            start = k
-    return flags
 
 
 class _Extraction:
     def __init__(self, text: str, gaz: Gazetteer):
         self.text = text
         self.gaz = gaz
-        self.tokens = _tokens(text)
+        self.tokens = tokenize(text)
         self.capitalised_nouns = nouns_capitalised_by_token(text, self.tokens, gaz)
         self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
         self.taken: list[tuple[int, int]] = []
@@ -193,12 +118,12 @@ class _Extraction:
             lowered = word.lower()
             if not self.free(*m.span()):
                 continue
-            if lowered in capitalized_only and (word != capitalized_only[lowered] or _sentence_initial(self.text, m.start())):
+            if lowered in capitalized_only and (word != capitalized_only[lowered] or sentence_initial(self.text, m.start())):
                 continue
-            if not _capitalised(word) and not (lowered in TECH_LOWER or _distinctive(canonical.get(lowered, word))):
+            if not capitalised(word) and not (lowered in TECH_LOWER or _distinctive(canonical.get(lowered, word))):
                 continue
             if lowered in self.gaz.organizations and lowered not in self.gaz.tools:
-                if not _capitalised(word):
+                if not capitalised(word):
                     continue  # "apple", "target", "who" in lowercase are words, not bodies
                 if self.suffixed(m.end()):
                     continue  # "Stanford University": the whole span is the body's name (`spans`)
@@ -218,16 +143,17 @@ class _Extraction:
         i = 0
         while i < len(tokens):
             tok = tokens[i]
-            if not _capitalised(tok.text) or not self.free(tok.start, tok.end):
+            if not capitalised(tok.text) or not self.free(tok.start, tok.end):
                 i += 1
                 continue
             j = i + 1
             while j < len(tokens):
                 gap = self.text[tokens[j - 1].end : tokens[j].start]
-                if gap != " " or not self.free(tokens[j].start, tokens[j].end):
+                joined = gap == " " or (gap == ". " and tokens[j - 1].text in _NAME_ABBREVIATIONS)  # "St. Louis"
+                if not joined or not self.free(tokens[j].start, tokens[j].end):
                     break
                 nxt = tokens[j].text
-                if _capitalised(nxt) or (nxt.lower() in CONNECTORS and j + 1 < len(tokens) and _capitalised(tokens[j + 1].text)
+                if capitalised(nxt) or (nxt.lower() in CONNECTORS and j + 1 < len(tokens) and capitalised(tokens[j + 1].text)
                                          and self.text[tokens[j].end : tokens[j + 1].start] == " "):
                     if _POSSESSIVE.search(tokens[j - 1].text):
                         break  # "Oliver's Mom": the possessive ends the name
@@ -237,8 +163,9 @@ class _Extraction:
             self.span(tokens, i, j)
             i = j
 
-    def span(self, tokens: list[_Token], i: int, j: int) -> None:
-        words = [t.text for t in tokens[i:j]]
+    def span(self, tokens: list[Token], i: int, j: int) -> None:
+        words = [f"{t.text}." if t.text in _NAME_ABBREVIATIONS and self.text[t.end : t.end + 1] == "." and k < j - 1 else t.text
+                 for k, t in enumerate(tokens[i:j], start=i)]
         # Leading greetings and function words are not part of a name ("Hey Caroline", "The"), unless a
         # known name starts with them ("New York", "South Africa"; `known_start`).
         while (words and (words[0].lower() in self.gaz.common_words or words[0].lower() in CONNECTORS)
@@ -247,10 +174,14 @@ class _Extraction:
             i += 1
         while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
-        if (len(words) > 2 and words[1] == "the" and _sentence_initial(self.text, tokens[i].start)
-                and not any(self.known(words[:k]) for k in range(1, len(words) + 1))):
-            words = words[2:]  # "Visited the Golden Gate Bridge": a verb in sentence case, then the name ("Read the Docs" is one)
-            i += 2
+        known = any(self.known(words[:k]) for k in range(1, len(words) + 1))
+        if len(words) > 1 and not known and sentence_initial(self.text, tokens[i].start):
+            if len(words) > 2 and words[1] == "the":
+                words = words[2:]  # "Visited the Golden Gate Bridge": a verb in sentence case, then the name ("Read the Docs" is one)
+                i += 2
+            elif self.verb_before_name(words):
+                words = words[1:]  # "Visited Paris", "Called Sarah Jones"
+                i += 1
         if not words or len(words) > MAX_WORDS:
             return
         words[-1] = _bare(words[-1])
@@ -259,7 +190,7 @@ class _Extraction:
                 and not self.known(words)):  # but "Los Angeles" is a city
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
-        initial = _sentence_initial(self.text, tokens[i].start)
+        initial = sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
         category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
@@ -277,6 +208,16 @@ class _Extraction:
         g, lowered = self.gaz, " ".join(words).lower()
         return lowered in g.major_places or lowered in g.minor_places or lowered in g.organizations or lowered in g.tools
 
+    def verb_before_name(self, words: list[str]) -> bool:
+        """A past or a gerund no name list holds, before a name the lists know, a first name, or "St." /
+        "Mt." ("Climbed Mt. Everest")."""
+        g, verb = self.gaz, unaccented(words[0])
+        if not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names:
+            return False
+        if self.known(words[1:]) or words[1].rstrip(".") in _NAME_ABBREVIATIONS:
+            return True
+        return unaccented(words[1]) in g.first_names and not self.known(words[1:2])
+
     def known_start(self, words: list[str], prev: str) -> bool:
         """Whether the span's first two words or more are a name the lists know ("New York", "South
         Africa"); a smaller town's only after a word of place, as in `classify` ("to Great Yarmouth";
@@ -293,13 +234,13 @@ class _Extraction:
                 return True
         return False
 
-    def pet_named(self, tokens: list[_Token], i: int) -> bool:
+    def pet_named(self, tokens: list[Token], i: int) -> bool:
         """The span at `i` names an animal: "a dog named ...", "our cat called ...", "einen Hund namens ..."."""
         if i < 2 or tokens[i - 1].text.lower() not in NAMING_WORDS:
             return False
         return tokens[i - 2].text.lower() in PET_NOUNS and self.text[tokens[i - 2].end : tokens[i].start].count(" ") == 2
 
-    def named_subject(self, tokens: list[_Token], i: int) -> bool:
+    def named_subject(self, tokens: list[Token], i: int) -> bool:
         """A lone name at a sentence start counts when punctuation, a possessive or a verb follows it."""
         tok = tokens[i]
         rest = self.text[tok.end : tok.end + 2]
@@ -309,7 +250,7 @@ class _Extraction:
         if self.capitalised_nouns[i] and (nxt.lower() in GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
         lowered = nxt.lower()
-        return _capitalised(nxt) or lowered in NAME_FOLLOWERS or lowered in FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
+        return capitalised(nxt) or lowered in NAME_FOLLOWERS or lowered in FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
     def classify(self, words: list[str], initial: bool, prev: str, nouns: bool = False) -> str | None:
         """The category of a capitalised span; `nouns`: it stands where nouns are capitalised (German)."""
@@ -334,6 +275,8 @@ class _Extraction:
             return "places"
         if prev in g.locative_cues and unaccented(lowered) in g.unaccented_places:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
+        if n == 1 and lowered in NATIONALITIES:
+            return None if initial else "concepts"  # "French", "Spanish" are census surnames, "German" a first name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
             return None if nouns and n == 1 and prev in ARTICLES else "people"

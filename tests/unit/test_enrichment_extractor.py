@@ -328,3 +328,31 @@ def test_a_known_place_is_not_read_as_a_noun_before_a_name_in_german():
     gaz = load_gazetteer()
     assert extract_entities("Wir fliegen nach Los Angeles.", gaz) == {"places": ["Los Angeles"]}
     assert extract_entities("Ich und mein Bruder Thomas wohnen in Berlin.", gaz) == {"people": ["Thomas"], "places": ["Berlin"]}
+
+
+def test_a_name_after_an_abbreviation_s_period_does_not_start_a_sentence():
+    # "Dr. Patel": the period made "Patel" a sentence's first word, and a lone surname there was dropped.
+    gaz = load_gazetteer()
+    assert extract_entities("Scheduled a dentist appointment with Dr. Patel.", gaz) == {"people": ["Patel"]}
+    assert extract_entities("Mr. Smith called.", gaz) == {"people": ["Smith"]}
+    assert extract_entities("Meet Prof. Miller at noon.", gaz) == {"people": ["Miller"]}
+    # "St." and "Mt." belong to the name: "St. Louis" was the person Louis.
+    assert extract_entities("We went to St. Louis.", gaz) == {"places": ["St. Louis"]}
+    assert extract_entities("Climbed Mt. Everest.", gaz) == {"places": ["Mt. Everest"]}
+
+
+def test_a_language_or_nationality_is_a_concept():
+    # Census surnames ("French", "Spanish") or a first name ("German") made them people.
+    gaz = load_gazetteer()
+    assert extract_entities("I speak French and German with Sarah.", gaz) == {"people": ["Sarah"], "concepts": ["French", "German"]}
+    assert extract_entities("Started learning Spanish on Duolingo.", gaz) == {"tools": ["Duolingo"], "concepts": ["Spanish"]}
+    assert extract_entities("John French called.", gaz) == {"people": ["John French"]}
+
+
+def test_a_verb_that_starts_a_sentence_is_not_part_of_the_name_after_it():
+    gaz = load_gazetteer()
+    assert extract_entities("Visited Paris with Tom.", gaz) == {"people": ["Tom"], "places": ["Paris"]}
+    assert extract_entities("Called Sarah Jones today.", gaz) == {"people": ["Sarah Jones"]}
+    # A first name or a known name is not a verb, and an unknown name after one stays as it was.
+    assert extract_entities("Mohammed Ali boxed.", gaz) == {"people": ["Mohammed Ali"]}
+    assert extract_entities("United Airlines lost my bag.", gaz) == {"concepts": ["United Airlines"]}
