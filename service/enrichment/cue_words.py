@@ -74,3 +74,8 @@ NATIONALITIES = frozenset({
     "czech", "greek", "turkish", "swedish", "norwegian", "danish", "finnish", "swiss", "austrian", "belgian",
     "chinese", "japanese", "korean", "vietnamese", "thai", "indian", "hindi", "arabic", "hebrew", "persian", "latin",
 })
+# Holidays: a concept alone, never a person ("Christmas", "Easter" are census surnames).
+HOLIDAYS = frozenset({
+    "christmas", "easter", "thanksgiving", "halloween", "hanukkah", "chanukah", "passover", "diwali", "ramadan",
+    "eid", "kwanzaa", "pentecost", "lent", "advent", "epiphany", "weihnachten", "ostern", "silvester",
+})

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from service.enrichment.cue_words import (
     ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES,
-    PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
+    HOLIDAYS, PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -198,6 +198,8 @@ class _Extraction:
             category = "people"  # "a dog named Bello": Bello is the dog, not the town of that name
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
+        if category == "people" and len(words) == 1 and i > 0 and self.after_known(tokens, i):
+            category = "concepts"  # "MacBook Pro", "Toyota Prima": a model's name, not a person
         if category == "projects" and len(words) > 1:
             words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
         if category:
@@ -233,6 +235,11 @@ class _Extraction:
             if lowered in g.minor_places and prev in g.locative_cues:
                 return True
         return False
+
+    def after_known(self, tokens: list[Token], i: int) -> bool:
+        """Whether the word at `i` directly follows a capitalised tool or body the known pass took."""
+        before = tokens[i - 1]
+        return capitalised(before.text) and self.text[before.end : tokens[i].start] == " " and not self.free(before.start, before.end)
 
     def pet_named(self, tokens: list[Token], i: int) -> bool:
         """The span at `i` names an animal: "a dog named ...", "our cat called ...", "einen Hund namens ..."."""
@@ -275,8 +282,8 @@ class _Extraction:
             return "places"
         if prev in g.locative_cues and unaccented(lowered) in g.unaccented_places:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
-        if n == 1 and lowered in NATIONALITIES:
-            return None if initial else "concepts"  # "French", "Spanish" are census surnames, "German" a first name
+        if n == 1 and (lowered in NATIONALITIES or lowered in HOLIDAYS):
+            return None if initial else "concepts"  # "French", "Christmas" are census surnames, "German" a first name
         if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
             return None if nouns and n == 1 and prev in ARTICLES else "people"
@@ -293,7 +300,7 @@ class _Extraction:
             # are census surnames), a span of them a name of some kind ("Deutsche Bahn").
             return None if n == 1 else "concepts"
         if n == 1 and first in g.last_names:
-            return "people"
+            return "concepts" if prev == "the" else "people"  # "the Board", "the Marriott": not a person
         if n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in TITLE_ARTICLES:
             return "people"
         return "concepts"

@@ -356,3 +356,16 @@ def test_a_verb_that_starts_a_sentence_is_not_part_of_the_name_after_it():
     # A first name or a known name is not a verb, and an unknown name after one stays as it was.
     assert extract_entities("Mohammed Ali boxed.", gaz) == {"people": ["Mohammed Ali"]}
     assert extract_entities("United Airlines lost my bag.", gaz) == {"concepts": ["United Airlines"]}
+
+
+def test_words_that_are_census_surnames_but_no_one_s_name_here_are_concepts():
+    gaz = load_gazetteer()
+    # A holiday.
+    assert extract_entities("We celebrated Christmas in Vermont.", gaz) == {"places": ["Vermont"], "concepts": ["Christmas"]}
+    # After "the": a body or a thing, not a person.
+    assert extract_entities("User has a meeting with the Board on Wednesday.", gaz) == {"concepts": ["Board"]}
+    assert extract_entities("We stayed at the Marriott in Denver.", gaz) == {"places": ["Denver"], "concepts": ["Marriott"]}
+    # Right after a known tool or body: a model's name.
+    assert extract_entities("Ordered a MacBook Pro from Apple.", gaz) == {"organizations": ["Apple"], "tools": ["MacBook"], "concepts": ["Pro"]}
+    # A surname alone elsewhere is still a person.
+    assert extract_entities("I met Smith at Google.", gaz) == {"people": ["Smith"], "organizations": ["Google"]}
