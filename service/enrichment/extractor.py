@@ -176,8 +176,8 @@ class _Extraction:
             words.pop()
         known = any(self.known(words[:k]) for k in range(1, len(words) + 1))
         if len(words) > 1 and not known and sentence_initial(self.text, tokens[i].start):
-            if len(words) > 2 and words[1] == "the":
-                words = words[2:]  # "Visited the Golden Gate Bridge": a verb in sentence case, then the name ("Read the Docs" is one)
+            if len(words) > 2 and (words[1] == "the" or (words[1] in ("for", "on") and self.name_start(words[2:]))):
+                words = words[2:]  # "Visited the Golden Gate Bridge", "Deadline for Project Phoenix" ("Read the Docs" is one name)
                 i += 2
             elif self.verb_before_name(words):
                 words = words[1:]  # "Visited Paris", "Called Sarah Jones"
@@ -209,6 +209,11 @@ class _Extraction:
         """Whether the lists know these words as one name (a place, a body or a tool, any case)."""
         g, lowered = self.gaz, " ".join(words).lower()
         return lowered in g.major_places or lowered in g.minor_places or lowered in g.organizations or lowered in g.tools
+
+    def name_start(self, words: list[str]) -> bool:
+        """Whether these words start with a name: one the lists know, a first name, or a project cue."""
+        first = words[0].lower()
+        return self.known(words) or unaccented(first) in self.gaz.first_names or first in self.gaz.project_cues
 
     def verb_before_name(self, words: list[str]) -> bool:
         """A past or a gerund no name list holds, before a name the lists know, a first name, or "St." /

@@ -369,3 +369,12 @@ def test_words_that_are_census_surnames_but_no_one_s_name_here_are_concepts():
     assert extract_entities("Ordered a MacBook Pro from Apple.", gaz) == {"organizations": ["Apple"], "tools": ["MacBook"], "concepts": ["Pro"]}
     # A surname alone elsewhere is still a person.
     assert extract_entities("I met Smith at Google.", gaz) == {"people": ["Smith"], "organizations": ["Google"]}
+
+
+def test_a_sentence_case_word_and_for_before_a_name_are_not_part_of_it():
+    gaz = load_gazetteer()
+    assert extract_entities("Deadline for Project Phoenix is Friday.", gaz) == {"projects": ["Phoenix"]}
+    assert extract_entities("Thanks for Sarah Miller!", gaz) == {"people": ["Sarah Miller"]}
+    # A name that holds "of" or "for" stays whole.
+    assert extract_entities("Bank of America is big.", gaz) == {"organizations": ["Bank of America"]}
+    assert extract_entities("Center for Disease Control said so.", gaz) == {"concepts": ["Center for Disease Control"]}
