@@ -79,3 +79,8 @@ HOLIDAYS = frozenset({
     "christmas", "easter", "thanksgiving", "halloween", "hanukkah", "chanukah", "passover", "diwali", "ramadan",
     "eid", "kwanzaa", "pentecost", "lent", "advent", "epiphany", "weihnachten", "ostern", "silvester",
 })
+# Verbs a note to self starts with before a name ("Email Sarah ...", "Remind Tom ..."): not part of it.
+IMPERATIVES = frozenset({
+    "email", "e-mail", "call", "phone", "text", "ping", "message", "ask", "tell", "remind", "invite", "thank", "meet",
+    "visit", "contact", "congratulate", "pay", "book", "schedule", "follow",
+})

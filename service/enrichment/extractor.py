@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from service.enrichment.cue_words import (
     ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES,
-    HOLIDAYS, PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
+    HOLIDAYS, IMPERATIVES, PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -216,10 +216,10 @@ class _Extraction:
         return self.known(words) or unaccented(first) in self.gaz.first_names or first in self.gaz.project_cues
 
     def verb_before_name(self, words: list[str]) -> bool:
-        """A past or a gerund no name list holds, before a name the lists know, a first name, or "St." /
-        "Mt." ("Climbed Mt. Everest")."""
+        """A past or a gerund no name list holds, or an imperative ("Email Sarah ..."), before a name the
+        lists know, a first name, or "St." / "Mt." ("Climbed Mt. Everest")."""
         g, verb = self.gaz, unaccented(words[0])
-        if not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names:
+        if verb not in IMPERATIVES and (not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names):
             return False
         if self.known(words[1:]) or words[1].rstrip(".") in _NAME_ABBREVIATIONS:
             return True

@@ -378,3 +378,11 @@ def test_a_sentence_case_word_and_for_before_a_name_are_not_part_of_it():
     # A name that holds "of" or "for" stays whole.
     assert extract_entities("Bank of America is big.", gaz) == {"organizations": ["Bank of America"]}
     assert extract_entities("Center for Disease Control said so.", gaz) == {"concepts": ["Center for Disease Control"]}
+
+
+def test_an_imperative_that_starts_a_note_is_not_part_of_the_name_after_it():
+    gaz = load_gazetteer()
+    assert extract_entities("Email Sarah at sarah.jones@example.com.", gaz) == {"people": ["Sarah"]}
+    assert extract_entities("Remind Tom to pay rent.", gaz) == {"people": ["Tom"]}
+    assert extract_entities("Meet John Smith at noon.", gaz) == {"people": ["John Smith"]}
+    assert extract_entities("Visit Paris in May.", gaz) == {"places": ["Paris"]}
