@@ -84,3 +84,15 @@ IMPERATIVES = frozenset({
     "email", "e-mail", "call", "phone", "text", "ping", "message", "ask", "tell", "remind", "invite", "thank", "meet",
     "visit", "contact", "congratulate", "pay", "book", "schedule", "follow",
 })
+# What only people do: an unknown capitalised word before one of these is a person ("Then Thandiwe
+# asked ..."). Not "is" or "uses": "Zed is fast" is an editor.
+PERSON_VERBS = frozenset({
+    "said", "says", "told", "tells", "asked", "asks", "replied", "texted", "mentioned", "thinks", "thought", "feels",
+    "felt", "wants", "wanted", "loves", "loved", "married", "hugged", "laughed", "smiled", "cried", "apologized",
+})
+# ... but teams do it too ("Legal said no", "Marketing wants a new logo").
+TEAMS = frozenset({
+    "marketing", "sales", "legal", "finance", "engineering", "support", "product", "design", "security", "operations",
+    "ops", "management", "leadership", "procurement", "compliance", "accounting", "research", "recruiting",
+    "facilities", "infrastructure", "platform", "data", "devops", "editorial", "admissions", "payroll",
+})

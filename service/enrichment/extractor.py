@@ -29,8 +29,8 @@ import unicodedata
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES,
-    HOLIDAYS, IMPERATIVES, PET_NOUNS, TECH_LOWER, TITLE_ARTICLES,
+    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, HOLIDAYS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS,
+    NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER, TITLE_ARTICLES,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -196,6 +196,9 @@ class _Extraction:
         category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
         if category in ("places", "concepts", None) and not initial and self.pet_named(tokens, i):
             category = "people"  # "a dog named Bello": Bello is the dog, not the town of that name
+        if (category == "concepts" and len(words) == 1 and nxt in PERSON_VERBS and re.fullmatch(r"[A-Z][a-zà-ÿ]+", words[0])
+                and words[0].lower() not in TEAMS):
+            category = "people"  # "Then Thandiwe asked ...": a name no list knows, by what it does
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return
         if category == "people" and len(words) == 1 and i > 0 and self.after_known(tokens, i):

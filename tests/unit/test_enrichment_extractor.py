@@ -386,3 +386,12 @@ def test_an_imperative_that_starts_a_note_is_not_part_of_the_name_after_it():
     assert extract_entities("Remind Tom to pay rent.", gaz) == {"people": ["Tom"]}
     assert extract_entities("Meet John Smith at noon.", gaz) == {"people": ["John Smith"]}
     assert extract_entities("Visit Paris in May.", gaz) == {"places": ["Paris"]}
+
+
+def test_a_name_no_list_knows_is_a_person_before_a_verb_only_people_do():
+    gaz = load_gazetteer()
+    assert extract_entities("Then Thandiwe asked about the budget.", gaz) == {"people": ["Thandiwe"]}
+    # Teams speak too; and other verbs say nothing ("Zed is fast": an editor).
+    assert extract_entities("Then Legal said no.", gaz) == {"concepts": ["Legal"]}
+    assert extract_entities("I think Marketing wants a new logo.", gaz) == {"concepts": ["Marketing"]}
+    assert extract_entities("We tried Zed and it is fast.", gaz) == {"concepts": ["Zed"]}
