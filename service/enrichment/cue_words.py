@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-# Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier") use too.
-SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann"})
+# Function words of the list that English chat ("im" for I'm, "über") or Dutch ("wie", "hier", "waren") use too.
+SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "mein", "dann", "waren"})
 # German function words that are English (or Dutch, or names) too, so not in the list: support only.
 BORROWED_CUES = frozenset({"bin", "hat", "er", "es", "sie", "der", "die", "den", "dem", "des", "mit", "zu"})
 CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
@@ -35,6 +35,9 @@ PET_NOUNS = frozenset({
     "parrot", "bird", "turtle", "tortoise", "goldfish", "fish", "snake", "lizard", "ferret", "pet", "pig", "goat",
     "hund", "katze", "kater", "pferd",
 })
+GERMAN_PET_NOUNS = frozenset({"hund", "katze", "kater", "pferd"})  # capitalised, they join the name after them
+# German possessives that start a sentence ("Unsere Katze Mimi ..."): not part of the name after them.
+GERMAN_POSSESSIVES = frozenset({"mein", "meine", "dein", "deine", "sein", "seine", "ihr", "ihre", "unser", "unsere", "euer", "eure"})
 # German articles no given name spells ("Des" is one): "Die Hard" and "Das Boot" are titles, not people.
 TITLE_ARTICLES = frozenset({"der", "die", "das", "den", "dem"})
 # After a capitalised name that starts a sentence, these words make it a subject or vocative
@@ -96,3 +99,6 @@ TEAMS = frozenset({
     "ops", "management", "leadership", "procurement", "compliance", "accounting", "research", "recruiting",
     "facilities", "infrastructure", "platform", "data", "devops", "editorial", "admissions", "payroll",
 })
+# Before a name they make it a person, whatever the lists say of it ("Frau Schmidt", "Herrn Müller").
+# English ones ("Mr", "Dr") are common words: dropped before the name, which is then read as usual.
+HONORIFICS = frozenset({"herr", "herrn", "frau", "señor", "señora", "monsieur", "madame", "signor", "signora"})

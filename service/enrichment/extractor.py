@@ -29,8 +29,9 @@ import unicodedata
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, HOLIDAYS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS,
-    NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER, TITLE_ARTICLES,
+    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
+    HONORIFICS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER,
+    TITLE_ARTICLES,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -51,6 +52,7 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
+_GERMAN_IERT = re.compile(r"[a-zäöü]{2,}iert")  # "studiert", "telefoniert", "programmiert"
 
 
 def slugify(name: str) -> str:
@@ -168,7 +170,7 @@ class _Extraction:
                  for k, t in enumerate(tokens[i:j], start=i)]
         # Leading greetings and function words are not part of a name ("Hey Caroline", "The"), unless a
         # known name starts with them ("New York", "South Africa"; `known_start`).
-        while (words and (words[0].lower() in self.gaz.common_words or words[0].lower() in CONNECTORS)
+        while (words and ((w := words[0].lower()) in self.gaz.common_words or w in CONNECTORS or w in GERMAN_POSSESSIVES)
                and not self.known_start(words, tokens[i - 1].text.lower() if i > 0 else "")):
             words.pop(0)
             i += 1
@@ -186,10 +188,15 @@ class _Extraction:
             return
         words[-1] = _bare(words[-1])
         nouns = self.capitalised_nouns[i]
-        if (nouns and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names and unaccented(words[0]) not in self.gaz.first_names
-                and not self.known(words)):  # but "Los Angeles" is a city
+        german_pet = len(words) > 1 and words[0].lower() in GERMAN_PET_NOUNS  # "der Hund Bello"
+        possessed = i > 0 and tokens[i - 1].text.lower() in GERMAN_POSSESSIVES  # "mein Bruder Thomas" in any text
+        if german_pet or ((nouns or possessed) and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names
+                          and unaccented(words[0]) not in self.gaz.first_names and not self.known(words)):  # but "Los Angeles" is a city
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
+        if len(words) > 1 and words[0].lower() in HONORIFICS:
+            self.add("people", " ".join(words[1:]))  # "Frau Schmidt", "Herrn Müller": whoever follows is a person
+            return
         initial = sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
@@ -250,7 +257,11 @@ class _Extraction:
         return capitalised(before.text) and self.text[before.end : tokens[i].start] == " " and not self.free(before.start, before.end)
 
     def pet_named(self, tokens: list[Token], i: int) -> bool:
-        """The span at `i` names an animal: "a dog named ...", "our cat called ...", "einen Hund namens ..."."""
+        """The span at `i` names an animal: "a dog named ...", "our cat called ...", "einen Hund namens ...",
+        "our cat Whiskers"."""
+        before = tokens[i - 1].text if i >= 1 else ""
+        if (before in PET_NOUNS or before.lower() in GERMAN_PET_NOUNS) and self.text[tokens[i - 1].end : tokens[i].start] == " ":
+            return True  # English ones in lowercase only: "the Dog Park"
         if i < 2 or tokens[i - 1].text.lower() not in NAMING_WORDS:
             return False
         return tokens[i - 2].text.lower() in PET_NOUNS and self.text[tokens[i - 2].end : tokens[i].start].count(" ") == 2
@@ -264,6 +275,8 @@ class _Extraction:
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
         if self.capitalised_nouns[i] and (nxt.lower() in GERMAN_NAME_FOLLOWERS or _GERMAN_THIRD_PERSON.fullmatch(nxt)):
             return True  # "Lena zieht ...", "Tom und Anna"
+        if _GERMAN_IERT.fullmatch(nxt):
+            return True  # "Anna studiert ...": no English word ends so, even where the sentence is too short to tell
         lowered = nxt.lower()
         return capitalised(nxt) or lowered in NAME_FOLLOWERS or lowered in FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
 
@@ -273,6 +286,8 @@ class _Extraction:
         name = " ".join(words)
         lowered = name.lower()
         first, last = unaccented(words[0]), unaccented(words[-1])
+        if "-" in first and all(part in g.first_names for part in first.split("-")):
+            first = first.split("-")[0]  # "Sarah-Jane", "Anna-Lena": a first name of first names
         n = len(words)
         if lowered in g.tools:
             return None if initial and name in g.tools_capitalized else "tools"

@@ -395,3 +395,21 @@ def test_a_name_no_list_knows_is_a_person_before_a_verb_only_people_do():
     assert extract_entities("Then Legal said no.", gaz) == {"concepts": ["Legal"]}
     assert extract_entities("I think Marketing wants a new logo.", gaz) == {"concepts": ["Marketing"]}
     assert extract_entities("We tried Zed and it is fast.", gaz) == {"concepts": ["Zed"]}
+
+
+def test_german_countries_honorifics_pets_and_relatives():
+    gaz = load_gazetteer()
+    # Countries in German, Spanish, French ("Italien" was a concept); "waren" tells a German sentence.
+    assert extract_entities("Wir waren im Sommer in Italien.", gaz) == {"places": ["Italien"]}
+    assert extract_entities("María vive en España.", gaz) == {"people": ["María"], "places": ["España"]}
+    # Whoever follows "Herr" or "Frau" is a person ("Herrn Müller" was a concept).
+    assert extract_entities("Morgen treffe ich Herrn Müller bei Bosch.", gaz) == {"people": ["Müller"], "organizations": ["Bosch"]}
+    assert extract_entities("Frau Schmidt arbeitet in Köln.", gaz) == {"people": ["Schmidt"], "places": ["Köln"]}
+    # A pet after its noun; a relative after a possessive, in a sentence too short to be told German.
+    assert extract_entities("Our cat Whiskers is sick.", gaz) == {"people": ["Whiskers"]}
+    assert extract_entities("Der Hund Bello bellt.", gaz) == {"people": ["Bello"]}
+    assert extract_entities("Unsere Katze Mimi schläft.", gaz) == {"people": ["Mimi"]}
+    assert extract_entities("Mein Bruder Thomas wohnt in Berlin.", gaz) == {"people": ["Thomas"], "places": ["Berlin"]}
+    # A first name of first names, and a German verb in -iert after a name.
+    assert extract_entities("Sarah-Jane came by.", gaz) == {"people": ["Sarah-Jane"]}
+    assert extract_entities("Anna-Lena studiert in Berlin.", gaz) == {"people": ["Anna-Lena"], "places": ["Berlin"]}
