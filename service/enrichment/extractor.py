@@ -166,6 +166,22 @@ class _Extraction:
             i = j
 
     def span(self, tokens: list[Token], i: int, j: int) -> None:
+        trimmed = self.trimmed(tokens, i, j)
+        if trimmed is None:
+            return
+        words, i, nouns = trimmed
+        if len(words) > 1 and words[0].lower() in HONORIFICS:
+            self.add("people", " ".join(words[1:]))  # "Frau Schmidt", "Herrn Müller": whoever follows is a person
+            return
+        category = self.category(tokens, words, i, j, nouns)
+        if category == "projects" and len(words) > 1:
+            words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
+        if category:
+            self.add(category, " ".join(words))
+
+    def trimmed(self, tokens: list[Token], i: int, j: int) -> tuple[list[str], int, bool] | None:
+        """The span's words without what is not part of the name, the index of its first one, and whether
+        it stands where nouns are capitalised; None when nothing is left."""
         words = [f"{t.text}." if t.text in _NAME_ABBREVIATIONS and self.text[t.end : t.end + 1] == "." and k < j - 1 else t.text
                  for k, t in enumerate(tokens[i:j], start=i)]
         # Leading greetings and function words are not part of a name ("Hey Caroline", "The"), unless a
@@ -176,8 +192,8 @@ class _Extraction:
             i += 1
         while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
-        known = any(self.known(words[:k]) for k in range(1, len(words) + 1))
-        if len(words) > 1 and not known and sentence_initial(self.text, tokens[i].start):
+        if (len(words) > 1 and sentence_initial(self.text, tokens[i].start)
+                and not any(self.known(words[:k]) for k in range(1, len(words) + 1))):
             if len(words) > 2 and (words[1] == "the" or (words[1] in ("for", "on") and self.name_start(words[2:]))):
                 words = words[2:]  # "Visited the Golden Gate Bridge", "Deadline for Project Phoenix" ("Read the Docs" is one name)
                 i += 2
@@ -185,7 +201,7 @@ class _Extraction:
                 words = words[1:]  # "Visited Paris", "Called Sarah Jones"
                 i += 1
         if not words or len(words) > MAX_WORDS:
-            return
+            return None
         words[-1] = _bare(words[-1])
         nouns = self.capitalised_nouns[i]
         german_pet = len(words) > 1 and words[0].lower() in GERMAN_PET_NOUNS  # "der Hund Bello"
@@ -194,26 +210,24 @@ class _Extraction:
                           and unaccented(words[0]) not in self.gaz.first_names and not self.known(words)):  # but "Los Angeles" is a city
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
-        if len(words) > 1 and words[0].lower() in HONORIFICS:
-            self.add("people", " ".join(words[1:]))  # "Frau Schmidt", "Herrn Müller": whoever follows is a person
-            return
+        return words, i, nouns
+
+    def category(self, tokens: list[Token], words: list[str], i: int, j: int, nouns: bool) -> str | None:
+        """`classify`, with what the words around the span say (a pet's name, a person's verb, a model's name)."""
         initial = sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
         category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
         if category in ("places", "concepts", None) and not initial and self.pet_named(tokens, i):
-            category = "people"  # "a dog named Bello": Bello is the dog, not the town of that name
+            return "people"  # "a dog named Bello": Bello is the dog, not the town of that name
         if (category == "concepts" and len(words) == 1 and nxt in PERSON_VERBS and re.fullmatch(r"[A-Z][a-zà-ÿ]+", words[0])
                 and words[0].lower() not in TEAMS):
-            category = "people"  # "Then Thandiwe asked ...": a name no list knows, by what it does
+            return "people"  # "Then Thandiwe asked ...": a name no list knows, by what it does
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
-            return
+            return None
         if category == "people" and len(words) == 1 and i > 0 and self.after_known(tokens, i):
-            category = "concepts"  # "MacBook Pro", "Toyota Prima": a model's name, not a person
-        if category == "projects" and len(words) > 1:
-            words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
-        if category:
-            self.add(category, " ".join(words))
+            return "concepts"  # "MacBook Pro", "Toyota Prima": a model's name, not a person
+        return category
 
     def known(self, words: list[str]) -> bool:
         """Whether the lists know these words as one name (a place, a body or a tool, any case)."""
