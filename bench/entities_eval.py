@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from service.enrichment.extractor import CATEGORIES, extract_entities, slugify
+from service.enrichment.extractor import CATEGORIES, MAX_TEXT, extract_entities, slugify
 from service.enrichment.gazetteer import load_gazetteer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +70,36 @@ def fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+# Texts a client may store to make extraction slow: each cue the rules look ahead or back from,
+# repeated to the extractor's limit (MAX_TEXT), and random runs of them. "New " * 5000 took 190 s when
+# a lookup over a span's prefixes was not bounded.
+HOSTILE_CUES = (
+    "The", "New", "New York", "Visited", "Sarah", "St.", "Dr.", "A", "Hey", "Herr", "Stanford", "South",
+    "Deadline for", "Mein", "Der Hund", "a dog named", "hat", "Jonas hat", "Email", "Los Angeles", "of", "Bank of",
+)
+
+
+def hostile_texts(seed: int = 7, mixes: int = 20) -> dict[str, str]:
+    rng = random.Random(seed)
+    out = {f"{cue!r} repeated": (" ".join([cue] * (MAX_TEXT // (len(cue) + 1) + 1)))[:MAX_TEXT] for cue in HOSTILE_CUES}
+    for k in range(mixes):
+        words: list[str] = []
+        while sum(map(len, words)) + len(words) < MAX_TEXT:
+            words.append(rng.choice(HOSTILE_CUES))
+        out[f"random mix {k}"] = " ".join(words)[:MAX_TEXT]
+    return out
+
+
+def slowest(gaz) -> tuple[float, str]:
+    """(seconds, kind) of the slowest hostile text."""
+    worst = (0.0, "")
+    for kind, text in hostile_texts().items():
+        t0 = time.perf_counter()
+        extract_entities(text, gaz)
+        worst = max(worst, (time.perf_counter() - t0, kind))
+    return worst
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.entities_eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -110,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         for category, row in stratum["scores"].items():
             print(f"| {category} | {row['gold']} | {row['predicted']} | {fmt(row['precision'])} | {fmt(row['recall'])} | {fmt(row['f1'])} |")
     print(f"\nextraction: {result['turns_per_s']:.0f} turns/s on one core; lists loaded in {load_s:.2f} s")
+    worst_s, worst_kind = slowest(gaz)
+    result["hostile_slowest_s"] = worst_s
+    print(f"hostile texts ({len(hostile_texts())} of {MAX_TEXT:,} characters, see HOSTILE_CUES): the slowest took "
+          f"{worst_s * 1000:.0f} ms ({worst_kind})")
     if args.errors:
         print("\nerrors:")
         for line in sorted(errors):

@@ -193,7 +193,7 @@ class _Extraction:
         while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
         if (len(words) > 1 and sentence_initial(self.text, tokens[i].start)
-                and not any(self.known(words[:k]) for k in range(1, len(words) + 1))):
+                and not any(self.known(words[:k]) for k in range(1, min(len(words), MAX_WORDS) + 1))):
             if len(words) > 2 and (words[1] == "the" or (words[1] in ("for", "on") and self.name_start(words[2:]))):
                 words = words[2:]  # "Visited the Golden Gate Bridge", "Deadline for Project Phoenix" ("Read the Docs" is one name)
                 i += 2
@@ -257,7 +257,7 @@ class _Extraction:
         if words[0].lower() == "the":
             return False
         g = self.gaz
-        for k in range(len(words), 1, -1):
+        for k in range(min(len(words), MAX_WORDS), 1, -1):  # bounded: a span may be thousands of words
             lowered = " ".join(words[:k]).lower()
             if lowered in g.major_places or lowered in g.organizations or lowered in g.tools:
                 return True
