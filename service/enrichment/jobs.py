@@ -71,16 +71,21 @@ class JobQueue:
             return
 
         def fire() -> None:
-            self._timers.discard(timer)
+            # Queued before it stops waiting, so that `idle` never sees neither.
             self.put([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
+            with self._lock:
+                self._timers.discard(timer)
 
         timer = threading.Timer(delay, fire)
         timer.daemon = True
-        self._timers.add(timer)
+        with self._lock:
+            self._timers.add(timer)
         timer.start()
 
     def cancel_timers(self) -> None:
-        for timer in list(self._timers):
+        with self._lock:
+            timers, self._timers = list(self._timers), set()
+        for timer in timers:
             timer.cancel()
 
     def unknown(self, ids: Iterable[str]) -> list[str]:
@@ -115,8 +120,9 @@ class JobQueue:
                 self._inflight.discard(job.memory_id)
 
     def idle(self) -> bool:
+        """Nothing queued, in flight, or waiting out a retry's backoff (a failed batch's memories)."""
         with self._lock:
-            return not self._pending and not self._inflight and self._queue.empty()
+            return not self._pending and not self._inflight and not self._timers and self._queue.empty()
 
     def counts(self) -> tuple[int, int]:
         """(queued, in flight)."""

@@ -64,3 +64,20 @@ def test_a_retry_comes_back_after_its_backoff_and_timers_can_be_cancelled():
     assert taken["soon"].attempt == 2 and taken["soon"].forced
     jobs.cancel_timers()
     assert jobs.unknown(["never"]) == ["never"]
+
+
+def test_a_retry_waiting_out_its_backoff_is_not_idle():
+    # The worker looked idle while a failed batch's memories waited for their retry, so a caller that
+    # waits for the worker to settle (the tests, a bulk import) read memories not yet enriched.
+    jobs = JobQueue(10)
+    jobs.put_later(Job("later", attempt=1), delay=0.2)
+    assert jobs.counts() == (0, 0) and not jobs.idle()
+    deadline = time.monotonic() + 5
+    while jobs.counts()[0] < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not jobs.idle()  # queued now
+    jobs.done(jobs.take(10, timeout=0.1))
+    assert jobs.idle()
+    jobs.put_later(Job("cancelled", attempt=1), delay=30)
+    jobs.cancel_timers()
+    assert jobs.idle()
