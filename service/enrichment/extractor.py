@@ -229,10 +229,12 @@ class _Extraction:
             return "concepts"  # "MacBook Pro", "Toyota Prima": a model's name, not a person
         return category
 
-    def known(self, words: list[str]) -> bool:
-        """Whether the lists know these words as one name (a place, a body or a tool, any case)."""
+    def known(self, words: list[str], *, minor: bool = True) -> bool:
+        """Whether the lists know these words as one name (a place, a body or a tool, any case); a
+        smaller town's only with `minor`."""
         g, lowered = self.gaz, " ".join(words).lower()
-        return lowered in g.major_places or lowered in g.minor_places or lowered in g.organizations or lowered in g.tools
+        return (lowered in g.major_places or lowered in g.organizations or lowered in g.tools
+                or (minor and lowered in g.minor_places))
 
     def name_start(self, words: list[str]) -> bool:
         """Whether these words start with a name: one the lists know, a first name, or a project cue."""
@@ -256,14 +258,9 @@ class _Extraction:
         with "the Netherlands"), and the lists' towns called "The Valley" or "The Peak" are words."""
         if words[0].lower() == "the":
             return False
-        g = self.gaz
-        for k in range(min(len(words), MAX_WORDS), 1, -1):  # bounded: a span may be thousands of words
-            lowered = " ".join(words[:k]).lower()
-            if lowered in g.major_places or lowered in g.organizations or lowered in g.tools:
-                return True
-            if lowered in g.minor_places and prev in g.locative_cues:
-                return True
-        return False
+        minor = prev in self.gaz.locative_cues
+        # Bounded: a span may be thousands of words.
+        return any(self.known(words[:k], minor=minor) for k in range(min(len(words), MAX_WORDS), 1, -1))
 
     def after_known(self, tokens: list[Token], i: int) -> bool:
         """Whether the word at `i` directly follows a capitalised tool or body the known pass took."""
