@@ -164,8 +164,9 @@ class RecallService:
         if req.prefer_observations:
             self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE])
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
-        page = self.hydrated_page(ordered[offset : req.limit], pool, now)
-        expansion = self.expand(req, page, pool, outcomes[0], now)
+        ask = self.expansion_request(req, outcomes[0])
+        page, seed_edges = self.hydrated_page(ordered[offset : req.limit], pool, now, ask, req.bank)
+        expansion = self.expand(req, ask, page, seed_edges, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
         timings.lap("expand")
@@ -260,29 +261,38 @@ class RecallService:
             stems=query_stems(keywords) if self.settings.search_keyword_mode == "idf" else (),
         )
 
-    def hydrate(self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], versions: Collection[str] = ()) -> None:
+    def hydrate(
+        self, hits: Pool | retrieval.Retrieved, ids: Sequence[str], versions: Collection[str] = (), along: Sequence[tuple[str, dict, str]] = (),
+    ) -> list[dict]:
         """The stored memories of lean hits among `ids`, in one request; with `versions`, the vectors and
-        versions of those memories too (Hit.version)."""
+        versions of those memories too (Hit.version). `along` are searches of other indexes the same
+        _msearch carries; their answers are returned."""
         todo = [mid for mid in dict.fromkeys(ids) if mid in hits.hits and hits.hits[mid].lean]
         if not todo:
-            return
+            return self.store.msearch([], along)
         # Whole stored memories (lean.stored_body: filtering _source costs the engine more than it saves).
         body = L.stored_body({"size": len(todo), "query": {"ids": {"values": todo}}, "track_total_hits": False})
         if any(mid in versions for mid in todo):
             body.update(VERSION_FIELDS)
-        for h in self.store.search(body)["hits"]["hits"]:
+        read, *rest = self.store.msearch([body], along) if along else [self.store.search(body)]
+        for h in read["hits"]["hits"]:
             if (hit := hits.hits.get(h["_id"])) is not None:
                 hit.source = h.get("_source") or {}
                 if "_seq_no" in h:
                     hit.version = version_of(h)
+        return rest
 
-    def hydrated_page(self, page: list[ScoredCandidate], pool: Pool, now: datetime) -> list[ScoredCandidate]:
+    def hydrated_page(
+        self, page: list[ScoredCandidate], pool: Pool, now: datetime, ask: ExpansionRequest | None, bank: str,
+    ) -> tuple[list[ScoredCandidate], list[dict]]:
         """The page with its stored memories; a memory deleted since the arms saw it is left out. The
         memories access tracking will rewrite (their lean hits say when they were last accessed) come
-        with their vectors and versions: the rewrite needs them, and this read is made anyway."""
+        with their vectors and versions: the rewrite needs them, and this read is made anyway. So do the
+        seeds' edges relation expansion reads (their answers are returned with the page)."""
         ids = [s.candidate.id for s in page]
-        self.hydrate(pool, ids, versions=self.store.stale_accesses(self.accessed(ids, pool), now))
-        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)]
+        along = self.expander.seed_edge_searches(bank, ask, ids) if self.expander is not None and ask is not None else []
+        seed_edges = self.hydrate(pool, ids, versions=self.store.stale_accesses(self.accessed(ids, pool), now), along=along)
+        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)], seed_edges
 
     @staticmethod
     def accessed(ids: Sequence[str], pool: Pool) -> dict[str, str | None]:
@@ -375,8 +385,21 @@ class RecallService:
         timings.lap("rerank")
         return out
 
-    def expand(self, req: RecallRequest, seeds: list[ScoredCandidate], pool: Pool, first: QueryOutcome, now: datetime) -> ExpansionOutcome:
+    def expansion_request(self, req: RecallRequest, first: QueryOutcome) -> ExpansionRequest | None:
+        """What graph expansion asks for; None when the recall expands nothing."""
         if self.expander is None or not (req.expand_relations or req.expand_entities) or first.scoring is None:
+            return None
+        return ExpansionRequest(
+            relations=req.expand_relations, entities=req.expand_entities, relation_limit=req.relation_limit,
+            expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
+            respect_tags=req.expand_respect_tags, min_score=req.min_score, text=first.scoring.query or None, vector=first.vector,
+        )
+
+    def expand(
+        self, req: RecallRequest, ask: ExpansionRequest | None, seeds: list[ScoredCandidate], seed_edges: Sequence[dict], pool: Pool,
+        first: QueryOutcome, now: datetime,
+    ) -> ExpansionOutcome:
+        if self.expander is None or ask is None or first.scoring is None:
             return ExpansionOutcome()
         at = req.as_of or now
         # Expanded memories pass the seeds' filters (time window, exclude_tags, excluded types) and
@@ -384,12 +407,7 @@ class RecallService:
         flt = C.filter_clauses(Q.recall_filter(req, at, self.settings.excluded_types), scoped=req.expand_respect_tags)
         if req.state_mode == "current":
             flt = C.strictly_current(flt, at, as_of=req.as_of is not None)
-        ask = ExpansionRequest(
-            relations=req.expand_relations, entities=req.expand_entities, relation_limit=req.relation_limit,
-            expansion_limit=req.expansion_limit, min_importance=req.expand_min_importance, min_strength=req.expand_min_strength,
-            respect_tags=req.expand_respect_tags, min_score=req.min_score, text=first.scoring.query or None, vector=first.vector,
-        )
-        outcome = self.expander.expand(req.bank, ask, seeds, pool.source, flt, first.scoring, make_expanded)
+        outcome = self.expander.expand(req.bank, ask, seeds, seed_edges, pool.source, flt, first.scoring, make_expanded)
         pool.extras.update(outcome.extras)
         return outcome
 

@@ -22,7 +22,7 @@ from service.clock.instants import iso
 from service.config import Settings
 from service.errors import EngineUnavailable
 from service.storage import bank_queries as BQ
-from service.storage.client import check_sub_response, engine_errors
+from service.storage.client import engine_errors, msearch
 
 log = logging.getLogger("engram.banks")
 
@@ -128,11 +128,10 @@ class BankRegistry:
 
     def stats(self, bank: str) -> dict[str, Any]:
         """Memory and edge counts, per fact type and per edge type, documents, tags, last writes."""
-        lines = [{"index": self.memories}, BQ.memory_stats_body(bank), {"index": self.edges}, BQ.edge_stats_body(bank),
-                 {"index": self.consolidation}, BQ.last_run_body(bank)]
-        with engine_errors("bank statistics"):
-            responses = self.client.msearch(body=lines)["responses"]
-        memories, edges, runs = (check_sub_response(r, "bank statistics") for r in responses)
+        memories, edges, runs = msearch(self.client, [
+            (self.memories, BQ.memory_stats_body(bank), "bank statistics"), (self.edges, BQ.edge_stats_body(bank), "bank statistics"),
+            (self.consolidation, BQ.last_run_body(bank), "bank statistics"),
+        ], "bank statistics")
         out = {**BQ.parse_memory_stats(memories), **BQ.parse_edge_stats(edges)}
         hits = runs["hits"]["hits"]
         out["last_consolidated_at"] = hits[0]["_source"].get("completed_at") if hits else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator, Sequence
 
 import orjson
 from opensearchpy import OpenSearch
@@ -155,6 +155,19 @@ def check_docs(resp: dict, what: str) -> list[dict]:
 
 def _kind(err) -> str | None:
     return err.get("type") if isinstance(err, dict) else None
+
+
+def msearch(client: OpenSearch, searches: Sequence[tuple[str, dict, str]], what: str) -> list[dict]:
+    """Searches of any indexes, (index, body, what it reads) each, in one `_msearch` (`what` the whole
+    request reads); every sub-response checked for its error key."""
+    if not searches:
+        return []
+    lines: list[dict] = []
+    for index, body, _ in searches:
+        lines += [{"index": index}, body]
+    with engine_errors(what):
+        resp = client.msearch(body=lines)
+    return [check_sub_response(sub, name) for (*_, name), sub in zip(searches, resp["responses"])]
 
 
 def check_sub_response(sub: dict, what: str) -> dict:

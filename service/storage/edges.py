@@ -15,7 +15,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from service.storage.bulk import ItemError, deleted_count, run_bulk
-from service.storage.client import check_sub_response, engine_errors
+from service.storage.client import engine_errors, msearch
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
@@ -31,6 +31,8 @@ EDGE_SORT: list[dict] = [
     {"type": "asc"},
     {"target_id": "asc"},
 ]
+# A read of each memory's newest edges: (ids, types or None for all, per_id, min_strength).
+PerMemoryRead = tuple[Sequence[str], Sequence[str] | None, int, float]
 # A `terms` query takes at most 65,536 values (index.max_terms_count); stay well below it.
 TERMS_CHUNK = 10_000
 
@@ -162,18 +164,19 @@ class EdgeStore:
             resp = self.client.search(index=self.alias, body=per_memory_edges_query(bank, ids, types, per_id=per_id, min_strength=min_strength))
         return parse_per_memory(resp, ids)
 
-    def newest_per_memory_many(self, bank: str, reads: Sequence[tuple[Sequence[str], Sequence[str] | None, int, float]]) -> list[dict[str, list[dict]]]:
+    def newest_per_memory_many(self, bank: str, reads: Sequence[PerMemoryRead]) -> list[dict[str, list[dict]]]:
         """Several `newest_per_memory` reads — (ids, types, per_id, min_strength) each — in one _msearch."""
-        reads = [(list(dict.fromkeys(ids)), types, per_id, floor) for ids, types, per_id, floor in reads]
-        lines: list[dict] = []
-        for ids, types, per_id, floor in reads:
-            lines += [{"index": self.alias}, per_memory_edges_query(bank, ids, types, per_id=per_id, min_strength=floor)]
-        with engine_errors("read edges"):
-            resp = self.client.msearch(body=lines)
-        out = []
-        for (ids, *_), sub in zip(reads, resp["responses"]):
-            out.append(parse_per_memory(check_sub_response(sub, "read edges"), ids))
-        return out
+        return self.parse_per_memory_many(reads, msearch(self.client, self.per_memory_searches(bank, reads), "read edges"))
+
+    def per_memory_searches(self, bank: str, reads: Sequence[PerMemoryRead]) -> list[tuple[str, dict, str]]:
+        """The searches of `newest_per_memory_many`, (index, body, what) each, for an _msearch of any
+        indexes (the recall's page read sends them with its own)."""
+        return [(self.alias, per_memory_edges_query(bank, list(dict.fromkeys(ids)), types, per_id=per_id, min_strength=floor), "read edges")
+                for ids, types, per_id, floor in reads]
+
+    @staticmethod
+    def parse_per_memory_many(reads: Sequence[PerMemoryRead], responses: Sequence[dict]) -> list[dict[str, list[dict]]]:
+        return [parse_per_memory(resp, list(dict.fromkeys(ids))) for (ids, *_), resp in zip(reads, responses)]
 
     def touching(self, bank: str, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
         """Edges touching any of `ids`, newest first, at most `size` — one request."""

@@ -15,7 +15,7 @@ from service.errors import Conflict, EngineUnavailable, NotFound
 from service.filters.scripts import CARRY_VECTOR, CLEAR_SUPERSESSIONS, RECORD_SUPERSESSION, VECTOR_SCRIPT
 from service.storage.access import RecentAccesses
 from service.storage.bulk import ItemError, deleted_count, run_bulk
-from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, check_sub_response, engine_errors
+from service.storage.client import MAYBE_APPLIED, EngineRejected, check_docs, engine_errors, msearch
 from service.clock.instants import iso
 from service.memory.stems import with_stems
 
@@ -258,17 +258,11 @@ class MemoryStore:
         with engine_errors("search memories"):
             return self.client.search(index=self.alias, body=body)
 
-    def msearch(self, bodies: Sequence[dict]) -> list[dict]:
-        """All retrieval arms in one round trip; every sub-response is checked for its error key."""
-        if not bodies:
-            return []
-        lines: list[dict] = []
-        for body in bodies:
-            lines.append({"index": self.alias})
-            lines.append(body)
-        with engine_errors("recall search"):
-            resp = self.client.msearch(body=lines)
-        return [check_sub_response(sub, f"recall search arm {i}") for i, sub in enumerate(resp["responses"])]
+    def msearch(self, bodies: Sequence[dict], along: Sequence[tuple[str, dict, str]] = ()) -> list[dict]:
+        """All retrieval arms in one round trip, and `along` it searches of other indexes ((index, body,
+        what it reads) each, answered after the arms'); every sub-response is checked for its error key."""
+        searches = [(self.alias, body, f"recall search arm {i}") for i, body in enumerate(bodies)]
+        return msearch(self.client, [*searches, *along], "recall search")
 
     def delete_by_query(self, query: dict) -> int:
         with engine_errors("delete memories", write=True):
