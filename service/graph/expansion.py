@@ -1,10 +1,10 @@
 """Relation and entity expansion (spec 000 "Graph Expansion", spec 001 "Multi-Hop Reasoning").
 
 Round trips, whatever the number of seeds:
-  relation expansion  1. the edges index: the newest `relation_limit` expandable edges of EVERY seed,
-                         and every seed's own relations (its newest edges of any type), two searches
-                         (EdgeStore.per_memory_searches: a `terms` query, one top_hits bucket per seed)
-                         the caller sends in its page read's _msearch (`seed_edge_searches`);
+  relation expansion  1. the edges index: every seed's own relations (its newest edges of any type)
+                         and the newest `relation_limit` expandable edges of EVERY seed, one search
+                         (EdgeStore.newest_per_memory_search: a `terms` query, one top_hits bucket per
+                         seed) the caller sends in its page read's _msearch (`seed_edge_searches`);
                       2. the memories index: every candidate target in one search, under the same
                          filters as the seeds (time window, exclude_tags, state; the tag scope only with
                          expand_respect_tags) and expand_min_importance;
@@ -27,7 +27,7 @@ from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, score_can
 from service.graph.registry import EXPANDABLE_TYPES
 from service.filters.scripts import cosine_fields, with_cosine
 from service.memory.tags import unaccented
-from service.storage.edges import EdgeStore, PerMemoryRead
+from service.storage.edges import EdgeStore
 from service.storage.memories import MemoryStore
 from service.filters.clauses import IMPORTANCE_SORT, WHOLE_SOURCE
 
@@ -106,12 +106,6 @@ def select_relation_targets(order: Sequence[tuple[str, float, str, dict]], passe
         reach.best_by_seed[sid] = max(reach.best_by_seed.get(sid, 0.0), strength)
         reach.best_seed_score = max(reach.best_seed_score, score)
     return reached
-
-
-def seed_reads(req: ExpansionRequest, seed_ids: Sequence[str]) -> list[PerMemoryRead]:
-    """The seeds' edges expansion reads: the newest `relation_limit` expandable ones of each seed (at
-    least `min_strength`), and the seed's own relations (its newest of any type)."""
-    return [(seed_ids, EXPANDABLE_TYPES, req.relation_limit, req.min_strength), (seed_ids, None, req.relation_limit, 0.0)]
 
 
 def relation_targets_query(ids: Sequence[str], flt: dict, min_importance: float, vector: Sequence[float] | None = None) -> dict:
@@ -292,11 +286,11 @@ class GraphExpander:
 
     # --- I/O steps ---------------------------------------------------------------------------------------
     def seed_edge_searches(self, bank: str, req: ExpansionRequest, seed_ids: Sequence[str]) -> list[tuple[str, dict, str]]:
-        """Step 1 (the edges to expand along, and the seeds' own relations) as searches for the caller's
-        _msearch: the page read it makes anyway carries them, one round trip less."""
+        """Step 1 (the seeds' own relations, and the edges to expand along) as a search for the caller's
+        _msearch: the page read it makes anyway carries it, one round trip less."""
         if not req.relations or not seed_ids:
             return []
-        return self.edges.per_memory_searches(bank, seed_reads(req, seed_ids))
+        return [self.edges.newest_per_memory_search(bank, seed_ids, per_id=req.relation_limit, of_kind=(EXPANDABLE_TYPES, req.min_strength))]
 
     def _relation_targets(
         self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], seed_edges: Sequence[dict], flt: dict, out: ExpansionOutcome
@@ -304,7 +298,7 @@ class GraphExpander:
         if not seeds:
             return {}
         seed_scores = [(s.candidate.id, s.final_score) for s in seeds]
-        edges, hydrated = self.edges.parse_per_memory_many(seed_reads(req, [sid for sid, _ in seed_scores]), seed_edges)
+        hydrated, edges = self.edges.parse_newest_per_memory(seed_edges[0], [sid for sid, _ in seed_scores])
         out.seed_relations = {mid: relations_of(mid, items) for mid, items in hydrated.items()}
         order = candidate_edges(seed_scores, edges)
         ids = list(dict.fromkeys(other for _, _, other, _ in order))[:MAX_TARGET_FETCH]

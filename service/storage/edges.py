@@ -15,7 +15,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from service.storage.bulk import ItemError, deleted_count, run_bulk
-from service.storage.client import engine_errors, msearch
+from service.storage.client import engine_errors
 
 
 def edge_id(source_id: str, edge_type: str, target_id: str) -> str:
@@ -31,8 +31,6 @@ EDGE_SORT: list[dict] = [
     {"type": "asc"},
     {"target_id": "asc"},
 ]
-# A read of each memory's newest edges: (ids, types or None for all, per_id, min_strength).
-PerMemoryRead = tuple[Sequence[str], Sequence[str] | None, int, float]
 # A `terms` query takes at most 65,536 values (index.max_terms_count); stay well below it.
 TERMS_CHUNK = 10_000
 
@@ -42,28 +40,41 @@ def touching_clause(ids: Sequence[str]) -> dict:
     return {"bool": {"should": [{"terms": {"source_id": list(ids)}}, {"terms": {"target_id": list(ids)}}], "minimum_should_match": 1}}
 
 
-def edge_filter(bank: str, ids: Sequence[str], types: Sequence[str] | None, min_strength: float = 0.0) -> dict:
-    filters: list[dict] = [{"term": {"bank": bank}}, touching_clause(ids)]
+def edge_kind(types: Sequence[str] | None, min_strength: float = 0.0) -> list[dict]:
+    """Filters for edges of `types` (None: any) at least `min_strength` strong."""
+    filters: list[dict] = []
     if types is not None:
         filters.append({"terms": {"type": list(types)}})
     if min_strength > 0:
         filters.append({"range": {"strength": {"gte": min_strength}}})
-    return {"bool": {"filter": filters}}
+    return filters
 
 
-def per_memory_edges_query(bank: str, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0) -> dict:
-    """One request: for every id, its `per_id` newest edges (either direction) of the given types."""
+def edge_filter(bank: str, ids: Sequence[str], types: Sequence[str] | None, min_strength: float = 0.0) -> dict:
+    return {"bool": {"filter": [{"term": {"bank": bank}}, touching_clause(ids), *edge_kind(types, min_strength)]}}
+
+
+def per_memory_agg(ids: Sequence[str], per_id: int) -> dict:
+    """One bucket per id whose top_hits keeps its `per_id` newest edges, either direction."""
     buckets = {mid: {"bool": {"should": [{"term": {"source_id": mid}}, {"term": {"target_id": mid}}], "minimum_should_match": 1}} for mid in ids}
     return {
-        "size": 0,
-        "query": edge_filter(bank, ids, types, min_strength),
-        "aggs": {
-            "per_memory": {
-                "filters": {"filters": buckets},
-                "aggs": {"newest": {"top_hits": {"size": per_id, "sort": EDGE_SORT, "_source": {"excludes": ["bank"]}}}},
-            }
-        },
+        "filters": {"filters": buckets},
+        "aggs": {"newest": {"top_hits": {"size": per_id, "sort": EDGE_SORT, "_source": {"excludes": ["bank"]}}}},
     }
+
+
+def per_memory_edges_query(
+    bank: str, ids: Sequence[str], types: Sequence[str] | None, *, per_id: int, min_strength: float = 0.0,
+    of_kind: tuple[Sequence[str] | None, float] | None = None,
+) -> dict:
+    """One request: for every id, its `per_id` newest edges (either direction) of the given types. With
+    `of_kind` (types, min_strength), also its `per_id` newest of that kind among them (aggregation
+    `of_kind`): one search where two cost the engine ~30% more CPU (10 memories, 125k edges: 2.8-3.0
+    against 3.7-4.2 ms)."""
+    aggs: dict[str, Any] = {"per_memory": per_memory_agg(ids, per_id)}
+    if of_kind is not None:
+        aggs["of_kind"] = {"filter": {"bool": {"filter": edge_kind(*of_kind)}}, "aggs": {"per_memory": per_memory_agg(ids, per_id)}}
+    return {"size": 0, "query": edge_filter(bank, ids, types, min_strength), "aggs": aggs}
 
 
 def edges_query(bank: str, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> dict:
@@ -75,8 +86,12 @@ def _edge(hit: dict) -> dict:
     return {"id": hit["_id"], **hit["_source"]}
 
 
-def parse_per_memory(resp: dict, ids: Sequence[str]) -> dict[str, list[dict]]:
-    buckets = resp.get("aggregations", {}).get("per_memory", {}).get("buckets", {})
+def parse_per_memory(resp: dict, ids: Sequence[str], within: str | None = None) -> dict[str, list[dict]]:
+    """{id: its edges} for every id (none: []) of a per-memory read; `within` names its `of_kind`."""
+    aggs = resp.get("aggregations", {})
+    if within is not None:
+        aggs = aggs.get(within, {})
+    buckets = aggs.get("per_memory", {}).get("buckets", {})
     out: dict[str, list[dict]] = {}
     for mid in ids:
         hits = buckets.get(mid, {}).get("newest", {}).get("hits", {}).get("hits", [])
@@ -164,19 +179,16 @@ class EdgeStore:
             resp = self.client.search(index=self.alias, body=per_memory_edges_query(bank, ids, types, per_id=per_id, min_strength=min_strength))
         return parse_per_memory(resp, ids)
 
-    def newest_per_memory_many(self, bank: str, reads: Sequence[PerMemoryRead]) -> list[dict[str, list[dict]]]:
-        """Several `newest_per_memory` reads — (ids, types, per_id, min_strength) each — in one _msearch."""
-        return self.parse_per_memory_many(reads, msearch(self.client, self.per_memory_searches(bank, reads), "read edges"))
-
-    def per_memory_searches(self, bank: str, reads: Sequence[PerMemoryRead]) -> list[tuple[str, dict, str]]:
-        """The searches of `newest_per_memory_many`, (index, body, what) each, for an _msearch of any
-        indexes (the recall's page read sends them with its own)."""
-        return [(self.alias, per_memory_edges_query(bank, list(dict.fromkeys(ids)), types, per_id=per_id, min_strength=floor), "read edges")
-                for ids, types, per_id, floor in reads]
+    def newest_per_memory_search(self, bank: str, ids: Sequence[str], *, per_id: int, of_kind: tuple[Sequence[str] | None, float]) -> tuple[str, dict, str]:
+        """Each id's `per_id` newest edges of any type, and of a kind ((types, min_strength)), as one
+        search (index, body, what) for an _msearch of any indexes (a recall's page read carries it);
+        `parse_newest_per_memory` reads its answer."""
+        return self.alias, per_memory_edges_query(bank, list(dict.fromkeys(ids)), None, per_id=per_id, of_kind=of_kind), "read edges"
 
     @staticmethod
-    def parse_per_memory_many(reads: Sequence[PerMemoryRead], responses: Sequence[dict]) -> list[dict[str, list[dict]]]:
-        return [parse_per_memory(resp, list(dict.fromkeys(ids))) for (ids, *_), resp in zip(reads, responses)]
+    def parse_newest_per_memory(resp: dict, ids: Sequence[str]) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+        """({id: its newest edges}, {id: its newest of the kind}) for every id of `ids`."""
+        return parse_per_memory(resp, ids), parse_per_memory(resp, ids, within="of_kind")
 
     def touching(self, bank: str, ids: Sequence[str], types: Sequence[str] | None, *, size: int) -> list[dict]:
         """Edges touching any of `ids`, newest first, at most `size` — one request."""

@@ -87,6 +87,20 @@ def test_strength_and_importance_floors_apply_to_expanded_memories_only(api):
     assert ids(body) == [seed, strong]  # the seed itself is never filtered
 
 
+def test_seeds_show_their_newest_edges_of_any_type_while_expansion_follows_only_authorable_ones(api):
+    # One search reads both (service/storage/edges.py `of_kind`): a system edge newer than the seed's
+    # authorable one is the seed's relation, and is not followed; a weak edge is shown, not followed.
+    seed = m(api, "seed", 0.9, ["seed"])
+    target, similar, weak = m(api, "target"), m(api, "similar"), m(api, "weak")
+    link(api, seed, target, "LEADS_TO", 0.8)
+    link(api, seed, weak, "RELATES_TO", 0.1)
+    api.app.state.edges.upsert_many(api.headers["X-Bank"], [{"source_id": seed, "target_id": similar, "type": "SIMILAR_TO", "strength": 0.95}], "2030-01-01T00:00:00+00:00")
+    body = recall(api, tags="seed", expand_relations="true", relation_limit=2, expand_min_strength=0.5)
+    assert ids(body) == [seed, target]
+    assert [(r["type"], r["id"]) for r in by_id(body)[seed]["relations"]] == [("SIMILAR_TO", similar), ("RELATES_TO", weak)]
+    assert by_id(body)[target]["relations"][0]["type"] == "LEADS_TO"
+
+
 def test_respect_tags_keeps_expansion_inside_the_tag_scope(api):
     seed = m(api, "scoped seed", 0.9, ["scope"])
     inside = m(api, "inside", 0.5, ["scope:sub"])

@@ -57,3 +57,25 @@ def test_parse_per_memory_keeps_the_requested_order_and_fills_gaps():
         "a": [{"id": "a|RELATES_TO|x", "source_id": "a", "target_id": "x", "type": "RELATES_TO"}],
         "b": [],
     }
+
+
+def test_per_memory_query_of_a_kind_reads_both_in_one_search():
+    # Every type for the seeds' own relations, and the expandable kind within them (its own buckets).
+    body = per_memory_edges_query("default", ["a", "b"], None, per_id=2, of_kind=(["RELATES_TO"], 0.3))
+    assert body["query"] == {"bool": {"filter": [{"term": {"bank": "default"}}, BOTH]}}
+    kind = body["aggs"]["of_kind"]
+    assert kind["filter"] == {"bool": {"filter": [{"terms": {"type": ["RELATES_TO"]}}, {"range": {"strength": {"gte": 0.3}}}]}}
+    assert kind["aggs"]["per_memory"] == body["aggs"]["per_memory"]
+    assert body["aggs"]["per_memory"]["aggs"]["newest"]["top_hits"]["size"] == 2
+
+
+def test_parse_per_memory_within_the_kind():
+    def bucket(*edge_ids):
+        return {"newest": {"hits": {"hits": [{"_id": e, "_source": {"type": e.split("|")[1]}} for e in edge_ids]}}}
+
+    resp = {"aggregations": {
+        "per_memory": {"buckets": {"a": bucket("a|PRECEDED_BY|y", "a|RELATES_TO|x"), "b": bucket()}},
+        "of_kind": {"per_memory": {"buckets": {"a": bucket("a|RELATES_TO|x"), "b": bucket()}}},
+    }}
+    assert parse_per_memory(resp, ["a", "b"], within="of_kind") == {"a": [{"id": "a|RELATES_TO|x", "type": "RELATES_TO"}], "b": []}
+    assert [e["id"] for e in parse_per_memory(resp, ["a"])["a"]] == ["a|PRECEDED_BY|y", "a|RELATES_TO|x"]
