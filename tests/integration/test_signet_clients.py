@@ -89,6 +89,7 @@ def test_remember_dedupes_by_content_and_by_source(api):
     keyed = remember(api, "Keyed memory", idempotencyKey="k-1")
     assert remember(api, "Keyed memory", idempotencyKey="k-1")["id"] == keyed["id"]
     signet_error(api.post("/api/memory/remember", json={"content": "Other text", "idempotencyKey": "k-1"}), 409)
+    assert "409" in api.app.openapi()["paths"]["/api/memory/remember"]["post"]["responses"]  # documented (schemathesis checks it)
     assert api.get("/health").status_code == 200
 
 

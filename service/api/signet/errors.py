@@ -53,3 +53,5 @@ SIGNET_ERRORS: dict[int | str, dict[str, Any]] = {
     404: _error("No such memory or bank, or a token scoped to other banks"),
     503: _error("OpenSearch is unreachable or failing; for writes the message says whether a retry is safe"),
 }
+# POST /api/memory/remember: its idempotencyKey names the memory stored first (a retry answers it).
+SIGNET_CONFLICT: dict[int | str, dict[str, Any]] = {409: _error("The idempotencyKey was already used for a different memory")}

@@ -18,7 +18,7 @@ from service.api.responses import dumps
 from service.api.scope import SignetReadScope, SignetWriteScope
 from service.api.signet import memories as SM
 from service.api.signet import models as M
-from service.api.signet.errors import SIGNET_ERRORS, SignetRoute
+from service.api.signet.errors import SIGNET_CONFLICT, SIGNET_ERRORS, SignetRoute
 from service.errors import BadRequest, Conflict, NotFound
 from service.memory.models import MemoryCreate, valid_id
 from service.stream.emit import EmitDep
@@ -31,7 +31,7 @@ def _json(body: dict, warnings: list[str]) -> Response:
     return Response(dumps({**body, "warnings": warnings} if warnings else body), media_type="application/json")
 
 
-@router.post("/api/memory/remember", summary="Remember (Signet)")
+@router.post("/api/memory/remember", summary="Remember (Signet)", responses=SIGNET_CONFLICT)
 def remember(body: SM.RememberBody, scope: SignetWriteScope, writer: WriterDep, store: StoreDep, settings: SettingsDep, emit: EmitDep) -> Response:
     """Store one memory; a repeat of the same source (sourceType + sourceId), idempotency key or
     content answers the memory stored first, with `deduped: true`."""
