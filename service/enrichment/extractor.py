@@ -225,8 +225,8 @@ class _Extraction:
             return "people"  # "Then Thandiwe asked ...": a name no list knows, by what it does
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return None
-        if category == "people" and len(words) == 1 and i > 0 and self.after_known(tokens, i):
-            return "concepts"  # "MacBook Pro", "Toyota Prima": a model's name, not a person
+        if category in ("people", "places") and i > 0 and self.after_known(tokens, i):
+            return "concepts"  # "MacBook Pro", "Toyota Prima", "Hugging Face Hub": a model's name, not a person or a town
         return category
 
     def known(self, words: list[str], *, minor: bool = True) -> bool:

@@ -367,6 +367,9 @@ def test_words_that_are_census_surnames_but_no_one_s_name_here_are_concepts():
     assert extract_entities("We stayed at the Marriott in Denver.", gaz) == {"places": ["Denver"], "concepts": ["Marriott"]}
     # Right after a known tool or body: a model's name.
     assert extract_entities("Ordered a MacBook Pro from Apple.", gaz) == {"organizations": ["Apple"], "tools": ["MacBook"], "concepts": ["Pro"]}
+    # ... or of a product: not a town called Hub, not a person called Agent.
+    assert extract_entities("Pull the image from Docker Hub first.", gaz) == {"tools": ["Docker"], "concepts": ["Hub"]}
+    assert extract_entities("Install the Hugging Face Agent Skill today.", gaz) == {"organizations": ["Hugging Face"], "concepts": ["Agent Skill"]}
     # A surname alone elsewhere is still a person.
     assert extract_entities("I met Smith at Google.", gaz) == {"people": ["Smith"], "organizations": ["Google"]}
 
@@ -413,3 +416,11 @@ def test_german_countries_honorifics_pets_and_relatives():
     # A first name of first names, and a German verb in -iert after a name.
     assert extract_entities("Sarah-Jane came by.", gaz) == {"people": ["Sarah-Jane"]}
     assert extract_entities("Anna-Lena studiert in Berlin.", gaz) == {"people": ["Anna-Lena"], "places": ["Berlin"]}
+
+
+def test_a_body_and_a_city_whose_names_look_like_people():
+    gaz = load_gazetteer()
+    # "Face" is a census surname, and "Hague" one too: the lists know both as names of their own.
+    assert extract_entities("She joined Hugging Face in March.", gaz) == {"organizations": ["Hugging Face"]}
+    assert extract_entities("We flew to The Hague for the hearing.", gaz) == {"places": ["Hague"]}
+    assert extract_entities("I went to the Hague with Maria.", gaz) == {"people": ["Maria"], "places": ["Hague"]}
