@@ -225,8 +225,9 @@ class _Extraction:
             return "people"  # "Then Thandiwe asked ...": a name no list knows, by what it does
         if category == "people" and initial and len(words) == 1 and not self.named_subject(tokens, i):
             return None
-        if category in ("people", "places") and i > 0 and self.after_known(tokens, i):
-            return "concepts"  # "MacBook Pro", "Toyota Prima", "Hugging Face Hub": a model's name, not a person or a town
+        if ((category == "people" or (category == "places" and " ".join(words).lower() not in self.gaz.major_places))
+                and i > 0 and self.after_known(tokens, i)):
+            return "concepts"  # "MacBook Pro", "Docker Hub": a product's name, not a person or a town ("Google Paris" is Paris)
         return category
 
     def known(self, words: list[str], *, minor: bool = True) -> bool:

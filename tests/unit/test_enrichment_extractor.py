@@ -370,6 +370,8 @@ def test_words_that_are_census_surnames_but_no_one_s_name_here_are_concepts():
     # ... or of a product: not a town called Hub, not a person called Agent.
     assert extract_entities("Pull the image from Docker Hub first.", gaz) == {"tools": ["Docker"], "concepts": ["Hub"]}
     assert extract_entities("Install the Hugging Face Agent Skill today.", gaz) == {"organizations": ["Hugging Face"], "concepts": ["Agent Skill"]}
+    # A city there is still the city.
+    assert extract_entities("I met John at Microsoft Ireland.", gaz) == {"people": ["John"], "places": ["Ireland"], "organizations": ["Microsoft"]}
     # A surname alone elsewhere is still a person.
     assert extract_entities("I met Smith at Google.", gaz) == {"people": ["Smith"], "organizations": ["Google"]}
 
