@@ -102,3 +102,9 @@ TEAMS = frozenset({
 # Before a name they make it a person, whatever the lists say of it ("Frau Schmidt", "Herrn Müller").
 # English ones ("Mr", "Dr") are common words: dropped before the name, which is then read as usual.
 HONORIFICS = frozenset({"herr", "herrn", "frau", "señor", "señora", "monsieur", "madame", "signor", "signora"})
+# "to" after these names someone, not somewhere ("talked to Georgia Washington").
+TO_PERSON_VERBS = frozenset({
+    "talk", "talked", "talking", "talks", "speak", "spoke", "speaking", "said", "say", "says", "write", "wrote", "writing",
+    "reply", "replied", "listen", "listened", "listening", "send", "sent", "give", "gave", "given", "married", "engaged",
+    "introduced", "waved", "texted", "emailed", "mentioned", "explained", "belongs", "belonged", "lent", "sold", "showed",
+})

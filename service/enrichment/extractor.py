@@ -31,7 +31,7 @@ from functools import lru_cache
 from service.enrichment.cue_words import (
     ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
     HONORIFICS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER,
-    TITLE_ARTICLES,
+    TITLE_ARTICLES, TO_PERSON_VERBS,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -173,11 +173,29 @@ class _Extraction:
         if len(words) > 1 and words[0].lower() in HONORIFICS:
             self.add("people", " ".join(words[1:]))  # "Frau Schmidt", "Herrn Müller": whoever follows is a person
             return
+        if (pair := self.place_and_region(tokens, words, i)) is not None:
+            for place in pair:
+                self.add("places", place)
+            return
         category = self.category(tokens, words, i, j, nouns)
         if category == "projects" and len(words) > 1:
             words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
         if category:
             self.add(category, " ".join(words))
+
+    def place_and_region(self, tokens: list[Token], words: list[str], i: int) -> tuple[str, str] | None:
+        """After a word of place, a place and the country or state it is in, written without a comma:
+        "in Paris France", "to Austin Texas" (read as one name, they were people: both cities are first
+        names). Not a name the lists know whole ("to New York"), nor one ending in a place's suffix."""
+        cue = tokens[i - 1].text.lower() if i > 0 else ""
+        if len(words) < 2 or cue not in self.gaz.locative_cues or self.known(words):
+            return None
+        if cue == "to" and i > 1 and tokens[i - 2].text.lower() in TO_PERSON_VERBS:
+            return None  # "talked to Georgia Washington"
+        *head, region = words
+        if region.lower() not in self.gaz.major_places or not self.known(head):
+            return None
+        return " ".join(head), region
 
     def trimmed(self, tokens: list[Token], i: int, j: int) -> tuple[list[str], int, bool] | None:
         """The span's words without what is not part of the name, the index of its first one, and whether

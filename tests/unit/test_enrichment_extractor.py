@@ -426,3 +426,15 @@ def test_a_body_and_a_city_whose_names_look_like_people():
     assert extract_entities("She joined Hugging Face in March.", gaz) == {"organizations": ["Hugging Face"]}
     assert extract_entities("We flew to The Hague for the hearing.", gaz) == {"places": ["Hague"]}
     assert extract_entities("I went to the Hague with Maria.", gaz) == {"people": ["Maria"], "places": ["Hague"]}
+
+
+def test_a_place_and_its_country_or_state_without_a_comma_are_two_places():
+    gaz = load_gazetteer()
+    # Both cities are first names too: read as one name, they were people.
+    assert extract_entities("We moved from Berlin Germany to Austin Texas.", gaz) == {"places": ["Austin", "Berlin", "Germany", "Texas"]}
+    assert extract_entities("He grew up in Springfield Illinois.", gaz) == {"places": ["Illinois", "Springfield"]}
+    assert extract_entities("We landed in New York USA at noon.", gaz) == {"places": ["New York", "USA"]}
+    # A name the lists know whole stays whole; without a word of place, or after "talked to", no pair.
+    assert extract_entities("We went to New York City.", gaz) == {"places": ["New York City"]}
+    assert extract_entities("I talked to Georgia Washington yesterday.", gaz) == {"people": ["Georgia Washington"]}
+    assert extract_entities("I met Paris Hilton in Austin.", gaz) == {"people": ["Paris Hilton"], "places": ["Austin"]}
