@@ -354,7 +354,8 @@ class _Extraction:
             return None if n == 1 else "concepts"
         if n == 1 and first in g.last_names:
             return "concepts" if prev == "the" else "people"  # "the Board", "the Marriott": not a person
-        if n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in TITLE_ARTICLES:
+        if (n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in TITLE_ARTICLES
+                and not first.endswith("ing")):  # "Burning Man", "Breaking Bad": a gerund is no first name
             return "people"
         return "concepts"
 

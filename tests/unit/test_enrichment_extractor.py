@@ -438,3 +438,11 @@ def test_a_place_and_its_country_or_state_without_a_comma_are_two_places():
     assert extract_entities("We went to New York City.", gaz) == {"places": ["New York City"]}
     assert extract_entities("I talked to Georgia Washington yesterday.", gaz) == {"people": ["Georgia Washington"]}
     assert extract_entities("I met Paris Hilton in Austin.", gaz) == {"people": ["Paris Hilton"], "places": ["Austin"]}
+
+
+def test_a_gerund_and_a_surname_are_a_name_of_a_thing_not_a_person():
+    gaz = load_gazetteer()
+    assert extract_entities("He went to Burning Man again.", gaz) == {"concepts": ["Burning Man"]}
+    assert extract_entities("We binge-watched Breaking Bad with Tom.", gaz) == {"people": ["Tom"], "concepts": ["Breaking Bad"]}
+    # A first name that ends so is still one.
+    assert extract_entities("I met Sterling Archer and Channing Tatum.", gaz) == {"people": ["Channing Tatum", "Sterling Archer"]}
