@@ -101,6 +101,23 @@ def test_seeds_show_their_newest_edges_of_any_type_while_expansion_follows_only_
     assert by_id(body)[target]["relations"][0]["type"] == "LEADS_TO"
 
 
+def test_expansion_is_the_same_when_the_arms_bring_whole_memories(api):
+    # Several queries, or the automem profile, read whole memories in the arms: the page needs no read,
+    # and the seeds' edges go alone in the _msearch the page read would carry.
+    seed = m(api, "seed about the harbour", 0.9, ["seed"])
+    target = m(api, "target")
+    link(api, seed, target, "LEADS_TO", 0.8)
+    lean = recall(api, query="harbour", tags="seed", expand_relations="true")
+    for params in ({"query": "harbour", "scoring_profile": "automem"}, {"queries": ["harbour", "seed about"]}):
+        body = recall(api, tags="seed", expand_relations="true", **params)
+        assert ids(body) == ids(lean) == [seed, target], params
+        assert by_id(body)[seed]["relations"] == [{"type": "LEADS_TO", "strength": 0.8, "id": target, "direction": "outgoing"}]
+        assert by_id(body)[target]["memory"]["content"] == "target"
+    # The arms, the seeds' edges alone (nothing of the page to read), the relation targets.
+    _, calls = count_requests(api, query="harbour", tags="seed", expand_relations="true", scoring_profile="automem")
+    assert calls == ["POST /_msearch", "POST /_msearch", f"POST /{api.app.state.settings.memories_alias}/_search"], calls
+
+
 def test_respect_tags_keeps_expansion_inside_the_tag_scope(api):
     seed = m(api, "scoped seed", 0.9, ["scope"])
     inside = m(api, "inside", 0.5, ["scope:sub"])
