@@ -8,6 +8,8 @@ SHARED_CUES = frozenset({"im", "über", "das", "ein", "wie", "hier", "noch", "me
 # German function words that are English (or Dutch, or names) too, so not in the list: support only.
 BORROWED_CUES = frozenset({"bin", "hat", "er", "es", "sie", "der", "die", "den", "dem", "des", "mit", "zu"})
 CONNECTORS = frozenset({"of", "the", "de", "la", "le", "van", "von", "der", "du", "da", "del", "&", "for", "on"})
+# Of those, the ones an article may follow inside a name ("Bank of the West", "Ursula von der Leyen").
+NAME_CONNECTORS = frozenset({"of", "de", "van", "von", "du", "da", "del"})
 # In German text, a first name before one of these verbs is their subject ("Lena will ...", "Tom
 # kann ..."); other verbs in the third person end in -t (the extractor's _GERMAN_THIRD_PERSON).
 GERMAN_NAME_FOLLOWERS = frozenset({"war", "wird", "kann", "will", "muss", "soll", "mag"})

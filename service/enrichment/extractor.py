@@ -29,7 +29,7 @@ import unicodedata
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
+    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, NAME_CONNECTORS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
     HONORIFICS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER,
     TITLE_ARTICLES, TO_PERSON_VERBS,
 )
@@ -155,8 +155,7 @@ class _Extraction:
                 if not joined or not self.free(tokens[j].start, tokens[j].end):
                     break
                 nxt = tokens[j].text
-                if capitalised(nxt) or (nxt.lower() in CONNECTORS and j + 1 < len(tokens) and capitalised(tokens[j + 1].text)
-                                         and self.text[tokens[j].end : tokens[j + 1].start] == " "):
+                if capitalised(nxt) or (nxt.lower() in CONNECTORS and self.connects(tokens, j + 1)):
                     if _POSSESSIVE.search(tokens[j - 1].text):
                         break  # "Oliver's Mom": the possessive ends the name
                     j += 1
@@ -164,6 +163,24 @@ class _Extraction:
                     break
             self.span(tokens, i, j)
             i = j
+
+    def connects(self, tokens: list[Token], k: int) -> bool:
+        """Whether the connector before token `k` joins what follows it to the name: a capitalised word,
+        or an article and then one, after a name particle ("Maria de la Cruz", "Ursula von der Leyen") or
+        after an "of" that no first name precedes ("Bank of the West"; "Sarah of the Design team" is
+        Sarah), each a space apart."""
+        for article in (False, True):
+            if k >= len(tokens) or self.text[tokens[k - 1].end : tokens[k].start] != " ":
+                return False
+            if capitalised(tokens[k].text):
+                return True
+            connector = tokens[k - 1].text.lower()
+            if article or tokens[k].text.lower() not in CONNECTORS or connector not in NAME_CONNECTORS:
+                return False
+            if connector == "of" and (k < 2 or unaccented(tokens[k - 2].text.lower()) in self.gaz.first_names):
+                return False
+            k += 1
+        return False
 
     def span(self, tokens: list[Token], i: int, j: int) -> None:
         trimmed = self.trimmed(tokens, i, j)
@@ -337,7 +354,7 @@ class _Extraction:
             return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
         if n == 1 and (lowered in NATIONALITIES or lowered in HOLIDAYS):
             return None if initial else "concepts"  # "French", "Christmas" are census surnames, "German" a first name
-        if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words):
+        if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words) and "the" not in words:
             # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
             return None if nouns and n == 1 and prev in ARTICLES else "people"
         if initial and n == 1:

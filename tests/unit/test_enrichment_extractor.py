@@ -446,3 +446,14 @@ def test_a_gerund_and_a_surname_are_a_name_of_a_thing_not_a_person():
     assert extract_entities("We binge-watched Breaking Bad with Tom.", gaz) == {"people": ["Tom"], "concepts": ["Breaking Bad"]}
     # A first name that ends so is still one.
     assert extract_entities("I met Sterling Archer and Channing Tatum.", gaz) == {"people": ["Channing Tatum", "Sterling Archer"]}
+
+
+def test_of_the_and_name_particles_with_an_article_keep_a_name_whole():
+    gaz = load_gazetteer()
+    assert extract_entities("I opened an account at Bank of the West.", gaz) == {"organizations": ["Bank of the West"]}
+    assert extract_entities("We watched Lord of the Rings with Tom.", gaz) == {"people": ["Tom"], "concepts": ["Lord of the Rings"]}
+    assert extract_entities("I met Ursula von der Leyen in Brussels.", gaz) == {"people": ["Ursula von der Leyen"], "places": ["Brussels"]}
+    assert extract_entities("We met Carlos de la Vega and Anna.", gaz) == {"people": ["Anna", "Carlos de la Vega"]}
+    # A first name before "of the" is a person of something; "for the" joins nothing.
+    assert extract_entities("I met Sarah of the Design team.", gaz) == {"people": ["Sarah"], "concepts": ["Design"]}
+    assert extract_entities("Thanks to Mike for the Python tips.", gaz) == {"people": ["Mike"], "tools": ["Python"]}
