@@ -295,7 +295,7 @@ class GraphExpander:
     def _relation_targets(
         self, req: ExpansionRequest, seeds: Sequence[ScoredCandidate], seed_edges: Sequence[dict], flt: dict, out: ExpansionOutcome
     ) -> dict[str, tuple[Reach, dict]]:
-        if not seeds:
+        if not seeds or not seed_edges:
             return {}
         seed_scores = [(s.candidate.id, s.final_score) for s in seeds]
         hydrated, edges = self.edges.parse_newest_per_memory(seed_edges[0], [sid for sid, _ in seed_scores])

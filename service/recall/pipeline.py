@@ -287,8 +287,9 @@ class RecallService:
     ) -> tuple[list[ScoredCandidate], list[dict]]:
         """The page with its stored memories; a memory deleted since the arms saw it is left out. The
         memories access tracking will rewrite (their lean hits say when they were last accessed) come
-        with their vectors and versions: the rewrite needs them, and this read is made anyway. So do the
-        seeds' edges relation expansion reads (their answers are returned with the page)."""
+        with their vectors and versions: the rewrite needs them, and this read is made anyway. The same
+        request carries the seeds' edges that relation expansion (`ask`) reads; their answers come back
+        with the page."""
         ids = [s.candidate.id for s in page]
         along = self.expander.seed_edge_searches(bank, ask, ids) if self.expander is not None and ask is not None else []
         seed_edges = self.hydrate(pool, ids, versions=self.store.stale_accesses(self.accessed(ids, pool), now), along=along)
