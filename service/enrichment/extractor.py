@@ -29,9 +29,9 @@ import unicodedata
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, NAME_CONNECTORS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
-    HONORIFICS, IMPERATIVES, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER,
-    TITLE_ARTICLES, TO_PERSON_VERBS,
+    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
+    HONORIFICS, IMPERATIVES, NAME_CONNECTORS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS,
+    TECH_LOWER, TITLE_ARTICLES, TO_PERSON_VERBS,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
@@ -203,7 +203,7 @@ class _Extraction:
     def place_and_region(self, tokens: list[Token], words: list[str], i: int) -> tuple[str, str] | None:
         """After a word of place, a place and the country or state it is in, written without a comma:
         "in Paris France", "to Austin Texas" (read as one name, they were people: both cities are first
-        names). Not a name the lists know whole ("to New York"), nor one ending in a place's suffix."""
+        names). Not a name the lists know whole ("to New York", "to New York City")."""
         cue = tokens[i - 1].text.lower() if i > 0 else ""
         if len(words) < 2 or cue not in self.gaz.locative_cues or self.known(words):
             return None
