@@ -165,7 +165,7 @@ class RecallService:
             self.hydrate(pool, [s.candidate.id for s in ordered if s.candidate.type == C.OBSERVATION_TYPE])
             ordered = placement.prefer_observations(ordered, observation_members(ordered, pool), req.limit)
         ask = self.expansion_request(req, outcomes[0])
-        page, seed_edges = self.hydrated_page(ordered[offset : req.limit], pool, now, ask, req.bank)
+        page, seed_edges, due = self.hydrated_page(ordered[offset : req.limit], pool, now, ask, req.bank)
         expansion = self.expand(req, ask, page, seed_edges, pool, outcomes[0], now)
         returned = placement.final_floor(page + expansion.results, req.final_floor)
         self.relations(req, returned, pool, expansion)
@@ -178,7 +178,7 @@ class RecallService:
             )
             for s in returned
         ]
-        self.track_access(req.bank, page, pool, now)
+        self.track_access(req.bank, page, due, pool, now)
         timings.lap("hydrate")
         diagnostics = shaping.Diagnostics(
             keywords=outcomes[0].keywords if len(outcomes) == 1 else sorted({k for o in outcomes for k in o.keywords}),
@@ -284,16 +284,17 @@ class RecallService:
 
     def hydrated_page(
         self, page: list[ScoredCandidate], pool: Pool, now: datetime, ask: ExpansionRequest | None, bank: str,
-    ) -> tuple[list[ScoredCandidate], list[dict]]:
+    ) -> tuple[list[ScoredCandidate], list[dict], dict[str, str | None]]:
         """The page with its stored memories; a memory deleted since the arms saw it is left out. The
-        memories access tracking will rewrite (their lean hits say when they were last accessed) come
-        with their vectors and versions: the rewrite needs them, and this read is made anyway. The same
-        request carries the seeds' edges that relation expansion (`ask`) reads; their answers come back
-        with the page."""
+        memories access tracking will rewrite (`due`: their lean hits say when they were last accessed)
+        come with their vectors and versions: the rewrite needs them, and this read is made anyway. The
+        same request carries the seeds' edges that relation expansion (`ask`) reads; their answers come
+        back with the page."""
         ids = [s.candidate.id for s in page]
         along = self.expander.seed_edge_searches(bank, ask, ids) if self.expander is not None and ask is not None else []
-        seed_edges = self.hydrate(pool, ids, versions=self.store.stale_accesses(self.accessed(ids, pool), now), along=along)
-        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)], seed_edges
+        due = self.store.stale_accesses(self.accessed(ids, pool), now)
+        seed_edges = self.hydrate(pool, ids, versions=due, along=along)
+        return [s for s in page if not (s.candidate.id in pool.hits and pool.hits[s.candidate.id].lean)], seed_edges, due
 
     @staticmethod
     def accessed(ids: Sequence[str], pool: Pool) -> dict[str, str | None]:
@@ -424,9 +425,10 @@ class RecallService:
             for mid, relations in self.expander.hydrate(req.bank, todo, req.relation_limit).items():
                 pool.extras.setdefault(mid, {})["relations"] = relations
 
-    def track_access(self, bank: str, page: Sequence[ScoredCandidate], pool: Pool, now: datetime) -> None:
-        """last_accessed of the seeds (`record_access`); nothing when every seed was touched recently."""
-        stale = self.store.stale_accesses(self.accessed([s.candidate.id for s in page], pool), now)
+    def track_access(self, bank: str, page: Sequence[ScoredCandidate], due: Mapping[str, str | None], pool: Pool, now: datetime) -> None:
+        """last_accessed of the seeds (`record_access`): those of the page's memories `due` (worked out
+        before the page read) for a rewrite; nothing when every seed was touched recently."""
+        stale = {mid: due[mid] for s in page if (mid := s.candidate.id) in due}
         if stale:
             versions = {mid: v for mid in stale if (h := pool.hits.get(mid)) is not None and (v := h.version) is not None}
             self.record_access(bank, stale, now, versions)
