@@ -149,7 +149,8 @@ class _Extraction:
                 i += 1
                 continue
             j = i + 1
-            while j < len(tokens):
+            # An identifier ("DATABASE_URL") is a name of its own: the words around it are not part of it.
+            while j < len(tokens) and "_" not in tok.text and "_" not in tokens[j].text:
                 gap = self.text[tokens[j - 1].end : tokens[j].start]
                 joined = gap == " " or (gap == ". " and tokens[j - 1].text in _NAME_ABBREVIATIONS)  # "St. Louis"
                 if not joined or not self.free(tokens[j].start, tokens[j].end):

@@ -23,7 +23,7 @@ NOUN_LANGUAGE_SHORT_SHARE = 0.25
 # (`BORROWED_CUES`), where these and the shared ones are this share of its words: "Ich bin ein
 # Berliner.", "Lena hat einen Hund.", "Paul hat den Bus verpasst."
 NOUN_LANGUAGE_FEW_WORDS_SHARE = 0.4
-_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#-](?=[^\W_]|[+#]))*[+#]*|&")
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|[.'’&+#_-](?=[^\W_]|[+#]))*[+#]*|&")
 _BOUNDARY = re.compile(r"[.!?;:\n\u2013\u2014(\[]\s*[\"“'(\[]*\s*$|(?:^|\s)-\s*$")
 _HONORIFIC = re.compile(r"(?<![\w.])(?:Dr|Mr|Mrs|Ms|Mx|Prof|Rev|St|Mt)\.\s*$")
 

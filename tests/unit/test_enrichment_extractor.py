@@ -457,3 +457,13 @@ def test_of_the_and_name_particles_with_an_article_keep_a_name_whole():
     # A first name before "of the" is a person of something; "for the" joins nothing.
     assert extract_entities("I met Sarah of the Design team.", gaz) == {"people": ["Sarah"], "concepts": ["Design"]}
     assert extract_entities("Thanks to Mike for the Python tips.", gaz) == {"people": ["Mike"], "tools": ["Python"]}
+
+
+def test_an_identifier_is_one_name_and_the_words_around_it_are_not_part_of_it():
+    gaz = load_gazetteer()
+    # Before, "_" split it, and the sentence's first word joined the first part: "Set DATABASE", "URL".
+    assert extract_entities("Set DATABASE_URL before starting the service.", gaz) == {"concepts": ["DATABASE_URL"]}
+    assert extract_entities("I asked Sarah to set RECALL_LIMIT to 20 for Project Phoenix.", gaz) == {"people": ["Sarah"], "projects": ["Phoenix"], "concepts": ["RECALL_LIMIT"]}
+    assert extract_entities("Export OPENAI_API_KEY first.", gaz) == {"concepts": ["OPENAI_API_KEY"]}
+    # Lowercase, it is no name at all.
+    assert extract_entities("I renamed my_var in Postgres.", gaz) == {"tools": ["Postgres"]}
