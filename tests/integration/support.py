@@ -82,12 +82,12 @@ def held_access_writes(api) -> Iterator[threading.Event]:
         del store.touch
 
 
-def count_requests(api, **params) -> tuple[dict, list[str]]:
-    """Recall, recording every request the app made to OpenSearch for it (the real client, counted),
-    the access writes it queued included."""
+@contextmanager
+def engine_requests(api) -> Iterator[list[str]]:
+    """Every request the app makes to OpenSearch inside the block ("METHOD /path"), through the real
+    client: a list filled as they are sent."""
     client = api.app.state.client
     calls: list[str] = []
-    settle_accesses(api)  # earlier recalls' writes are not this one's
     original = client.transport.perform_request
 
     def counting(method, url, *args, **kwargs):
@@ -96,8 +96,16 @@ def count_requests(api, **params) -> tuple[dict, list[str]]:
 
     client.transport.perform_request = counting
     try:
-        body = recall(api, **params)
-        settle_accesses(api)
+        yield calls
     finally:
         client.transport.perform_request = original
+
+
+def count_requests(api, **params) -> tuple[dict, list[str]]:
+    """Recall, recording every request the app made to OpenSearch for it, the access writes it
+    queued included."""
+    settle_accesses(api)  # earlier recalls' writes are not this one's
+    with engine_requests(api) as calls:
+        body = recall(api, **params)
+        settle_accesses(api)
     return body, calls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.support import assert_error, link, mem
+from tests.integration.support import assert_error, engine_requests, link, mem
 from tests.conftest import app_for
 
 
@@ -134,22 +134,11 @@ def test_batch_of_500_is_five_engine_requests(api):
     """Existence check, edge bulk, the superseded memories' vectors, supersession bulk, the ends checked
     again — whatever the batch size."""
     ids = [mem(api, f"m{i}") for i in range(3)]
-    client = api.app.state.client
-    calls = []
-    original = client.transport.perform_request
-
-    def counting(method, url, *args, **kwargs):
-        calls.append((method, url))
-        return original(method, url, *args, **kwargs)
-
-    client.transport.perform_request = counting
-    try:
-        items = [{"memory1_id": ids[i % 3], "memory2_id": ids[(i + 1) % 3], "type": "EVOLVED_INTO" if i % 2 else "RELATES_TO"} for i in range(500)]
+    items = [{"memory1_id": ids[i % 3], "memory2_id": ids[(i + 1) % 3], "type": "EVOLVED_INTO" if i % 2 else "RELATES_TO"} for i in range(500)]
+    with engine_requests(api) as calls:
         resp = api.post("/associate", json={"associations": items})
-    finally:
-        client.transport.perform_request = original
     assert resp.status_code == 201 and resp.json()["created_count"] == 500
-    assert [url.split("/")[-1] for _, url in calls] == ["_mget", "_bulk", "_search", "_bulk", "_mget"]
+    assert [call.split("/")[-1] for call in calls] == ["_mget", "_bulk", "_search", "_bulk", "_mget"]
 
 
 @pytest.mark.own_app('GET /health counts the default bank')

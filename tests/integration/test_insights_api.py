@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.integration.support import assert_error, mem
+from tests.integration.support import assert_error, engine_requests, mem
 from tests.conftest import app_for
 
 
@@ -101,19 +101,8 @@ def test_analyze_in_one_request(api):
 
 
 def _analyze(api):
-    client = api.app.state.client
-    calls: list[str] = []
-    original = client.transport.perform_request
-
-    def counting(method, url, *args, **kwargs):
-        calls.append(f"{method} {url.split('?')[0]}")
-        return original(method, url, *args, **kwargs)
-
-    client.transport.perform_request = counting
-    try:
+    with engine_requests(api) as calls:
         resp = api.get("/analyze")
-    finally:
-        client.transport.perform_request = original
     assert resp.status_code == 200, resp.text
     return resp.json(), calls
 
