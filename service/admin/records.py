@@ -10,7 +10,6 @@ contradict itself).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import orjson
 from service.clock.instants import iso, parse_iso_datetime
 from service.graph.registry import SUPERSEDING_TYPES, Association, AssociationError, relation_type
 from service.memory import codec
+from service.memory.limits import finite_number
 
 SUPERSESSION_FIELDS = ("supersessions", "superseded_at", "superseded_by", "supersede_type")
 EDGE_FIELDS = ("memory1_id", "memory2_id", "type", "strength", "created_at", "updated_at")
@@ -95,9 +95,10 @@ class EdgeRecord(Association):
 
 
 def _unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+    number = finite_number(value)
+    if number is None or not 0 <= number <= 1:
         raise AssociationError(f"{name} must be a number between 0 and 1")
-    return float(value)
+    return number
 
 
 def _time(name: str, value: Any) -> str | None:

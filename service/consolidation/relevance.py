@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from service.memory.limits import finite_number
+
 # AutoMem consolidation.py calculate_relevance_score: the fixed constants of the formula.
 ACCESS_FRESH_DAYS = 1.0  # accessed within a day: full access factor
 ACCESS_DECAY_RATE = 0.05  # per day since the last access
@@ -76,9 +78,8 @@ class MemoryFacts:
 
 
 def _unit(value: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return DEFAULT_FACTOR_VALUE
-    return float(value)
+    number = finite_number(value)
+    return DEFAULT_FACTOR_VALUE if number is None else number
 
 
 def _days(later: datetime, earlier: datetime | None) -> float:

@@ -16,7 +16,6 @@ next run on).
 from __future__ import annotations
 
 import logging
-import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from service.consolidation.overlay import Overlay
 from service.consolidation.relevance import DecayConfig, ForgetConfig, MemoryFacts, bucket, fate, relevance_score
 from service.errors import EngramError
 from service.clock.instants import iso, stored_datetime
+from service.memory.limits import finite_number
 
 log = logging.getLogger("engram.consolidation")
 
@@ -52,7 +52,7 @@ def steps_for(mode: str) -> tuple[str, ...]:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return finite_number(value)
 
 
 def facts_of(memory_id: str, source: dict, relationships: int = 0) -> MemoryFacts:

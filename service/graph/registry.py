@@ -4,11 +4,11 @@ the pure validation of one association. No I/O: the API, the writers and recall 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.clock.instants import parse_iso_datetime
+from service.memory.limits import finite_number
 from service.storage.edges import edge_id
 
 # The 11 authorable types, each with the optional properties AutoMem stores on the edge
@@ -79,11 +79,12 @@ def _text(name: str, value: Any) -> str:
 
 
 def _unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    number = finite_number(value)
+    if number is None:
         raise AssociationError(f"{name} must be a number between 0 and 1")
-    if not 0.0 <= float(value) <= 1.0:
-        raise AssociationError(f"{name} must be between 0 and 1, got {value}")
-    return float(value)
+    if not 0.0 <= number <= 1.0:
+        raise AssociationError(f"{name} must be between 0 and 1, got {number:g}")
+    return number
 
 
 def _property(name: str, value: Any) -> Any:

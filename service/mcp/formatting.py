@@ -10,10 +10,11 @@ Output shapes follow mcp-automem's src/recall-memory.ts so agents read the same 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from service.memory.limits import finite_number
 
 # spec 000 "MCP Response Formatting": a 400-character preview, at most 3 relation stubs per memory,
 # 100-character stub summaries.
@@ -67,7 +68,7 @@ class ToolResponse:
 
 # --- numbers and sizes as the TypeScript reference prints and measures them ----------------------------
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return finite_number(value) is not None
 
 
 def js_number(value: float) -> str:

@@ -9,6 +9,7 @@ Pure: no I/O. The normalized result (memory_id, created_at, ...) is what service
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -81,6 +82,14 @@ def _scalar(name: str, value: Any) -> str:
 _CLAMPED = {"limit": (1, 200), "expansion_limit": (1, 500), "relation_limit": (1, 200), "per_query_limit": (1, 50), "offset": (0, None)}
 
 
+def _shown(value: int | float) -> str:
+    """A number for a note: as written, or, with more digits than anyone reads, its first ones and how many."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    digits = str(abs(value))
+    return str(value) if len(digits) <= 20 else f"{'-' if value < 0 else ''}{digits[:6]}... ({len(digits)} digits)"
+
+
 def lenient_arguments(args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """recall_memory's arguments as mcp-automem takes them, before the schema check: a list given as one
     string is that one item, a number out of range is clamped (a fraction rounded down), an unknown
@@ -91,12 +100,19 @@ def lenient_arguments(args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             out[name] = [out[name]]
     for name, (low, high) in _CLAMPED.items():
         value = out.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # NaN: the schema says so
-            kept = max(low, int(value)) if high is None else min(high, max(low, int(value)))
-            if kept != value:
-                out[name] = kept
-                if kept != int(value):
-                    notes.append(f"{name} {value:g} is outside {low}..{high if high is not None else ''}: used {kept}")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:  # NaN: the schema says so
+            continue
+        if value in (math.inf, -math.inf):
+            if (bound := high if value > 0 else low) is None:
+                continue  # no bound to clamp to: the schema says so
+            whole, kept = value, bound
+        else:
+            whole = int(value)
+            kept = max(low, whole) if high is None else min(high, max(low, whole))
+        if kept != value:
+            out[name] = kept
+            if kept != whole:
+                notes.append(f"{name} {_shown(value)} is outside {low}..{high if high is not None else ''}: used {kept}")
     fmt = out.get("format")
     if fmt is not None and fmt not in FORMATS:
         out["format"] = "text"

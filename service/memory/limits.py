@@ -45,6 +45,19 @@ class Limits:
     type_chars: int = 64
 
 
+def finite_number(value: Any) -> float | None:
+    """The value as a float when it is a finite real number; None for a bool, NaN, an infinity, anything
+    not a number, and an integer too large for a float (JSON's integers are unbounded, and
+    `math.isfinite` raises on those rather than answering)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def check_text(value: str, field: str, *, max_chars: int | None = None) -> str:
     """A string that encodes as UTF-8 (no lone surrogates), at most `max_chars` long."""
     if max_chars is not None and len(value) > max_chars:
@@ -112,8 +125,9 @@ def check_vector(vector: Sequence[float], dimension: int, field: str = "embeddin
     if len(vector) != dimension:
         raise InvalidInput(f"{field} must have exactly {dimension} values, got {len(vector)}")
     norm = 0.0
-    for v in vector:
-        if not math.isfinite(v) or abs(v) > FLOAT32_MAX:
+    for value in vector:
+        v = finite_number(value)
+        if v is None or abs(v) > FLOAT32_MAX:
             raise InvalidInput(f"{field} values must be finite numbers that fit a 32-bit float")
         norm += v * v
     # float32 storage: a vector whose squared norm underflows is as directionless as zero.

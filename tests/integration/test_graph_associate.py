@@ -55,6 +55,9 @@ def test_reposting_updates_the_same_edge(api, os_client):
         ({"strength": "strong"}, 400, "number"),
         ({"self": True}, 400, "itself"),
         ({"type": "EVOLVED_INTO", "confidence": 7}, 400, "confidence"),
+        # JSON's integers are unbounded; one too large for a float was a 500 (fuzz seed 20261218).
+        ({"type": "EVOLVED_INTO", "confidence": 10**400}, 400, "confidence"),
+        ({"strength": 10**400}, 400, "strength"),
         ({"missing": True}, 404, "not found"),
         ({"memory2_id": None}, 400, "required"),
     ],

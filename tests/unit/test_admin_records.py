@@ -59,6 +59,7 @@ def test_edge_records(item, this_id, expected):
     ({"memory2_id": "b", "strength": 1.5}, "between 0 and 1"),
     ({"memory2_id": "b", "strength": float("nan")}, "between 0 and 1"),
     ({"memory2_id": "b", "strength": True}, "between 0 and 1"),
+    ({"memory2_id": "b", "strength": 10**400}, "between 0 and 1"),  # too large for a float: was an OverflowError
     ({"memory2_id": "bad id"}, "not a valid memory id"),
     ({"memory2_id": "b", "created_at": "yesterday-ish"}, "created_at"),
     ({"memory2_id": "b", "created_at": 5}, "created_at"),
@@ -78,7 +79,8 @@ def test_supersession_summary_as_the_painless_script():
 
 
 @pytest.mark.parametrize("value", [{"by": "x"}, [{"by": "x", "type": "RELATES_TO", "at": "2024-01-01"}], [{"type": "EVOLVED_INTO", "at": "2024"}],
-                                   [{"by": "x", "type": "EVOLVED_INTO", "at": "soon"}], [{"by": "x", "type": "EVOLVED_INTO", "at": "2024-01-01", "strength": 3}]])
+                                   [{"by": "x", "type": "EVOLVED_INTO", "at": "soon"}], [{"by": "x", "type": "EVOLVED_INTO", "at": "2024-01-01", "strength": 3}],
+                                   [{"by": "x", "type": "EVOLVED_INTO", "at": "2024-01-01", "strength": -10**400}]])
 def test_bad_supersessions(value):
     with pytest.raises(ValueError):
         check_supersessions(value)

@@ -4,6 +4,8 @@ normalization of each route's answer."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from service.mcp.recall_request import (
@@ -109,6 +111,11 @@ def test_unknown_format_is_rejected_by_the_planner():
         ({"tags": "project-a", "context_tags": "x"}, {"tags": ["project-a"], "context_tags": ["x"]}, []),
         ({"query": "x", "format": "xml"}, {"query": "x", "format": "text"}, ["format 'xml' is not one of text, items, detailed, json: used text"]),
         ({"query": "x", "limit": 5, "format": "json"}, {"query": "x", "limit": 5, "format": "json"}, []),
+        # JSON's numbers are unbounded: 1e999 reads as an infinity, and an integer may have hundreds of digits.
+        ({"query": "x", "limit": math.inf}, {"query": "x", "limit": 200}, ["limit inf is outside 1..200: used 200"]),
+        ({"query": "x", "offset": -math.inf}, {"query": "x", "offset": 0}, ["offset -inf is outside 0..: used 0"]),
+        ({"query": "x", "offset": math.inf}, {"query": "x", "offset": math.inf}, []),  # no bound: the schema check names it
+        ({"query": "x", "limit": 10**400}, {"query": "x", "limit": 200}, ["limit 100000... (401 digits) is outside 1..200: used 200"]),
     ],
 )
 def test_arguments_are_taken_as_mcp_automem_takes_them(args, expected, notes):
