@@ -18,7 +18,7 @@ For each corpus size it (re)uses a corpus in the dedicated local node `bench` (2
   lookups, the last_accessed bulk), one after the other — the floor with no Python at all.
 
 For `recall` and `bare` it also reads the CPU time each process spent during the run (bench/cpu.py):
-CPU ms per request of the service, the engine (the local node; not with --url) and this client.
+CPU ms per request of the service, the engine (the local node, also when --url is its address) and this client.
 On a machine where all three share the cores, that bounds throughput better than latency does.
 
 The ratio recall / bare (p50 and p95) is the main figure. Results go to bench/out/latency.json
@@ -164,16 +164,21 @@ def engine_footprint(url: str, prefix: str) -> dict:
     }
 
 
-def local_node_pid() -> int | None:
+def local_node_pid(url: str | None = None) -> int | None:
+    """The local node `bench`'s JVM; with `url`, only when that is the node's address (its CPU is
+    read from /proc: an engine elsewhere has none to read)."""
     from service.engine.local_node import LocalNode
 
-    state = LocalNode(C.NODE_NAME)._state()
-    return state["pid"] if state else None
+    node = LocalNode(C.NODE_NAME)
+    state = node._state()
+    if not state or (url is not None and url.rstrip("/") != node.url):
+        return None
+    return state["pid"]
 
 
-def jvm_rss_bytes() -> int | None:
+def jvm_rss_bytes(url: str | None = None) -> int | None:
     """Resident memory of the local bench node's JVM (heap + off-heap + the mapped index files it touched)."""
-    pid = local_node_pid()
+    pid = local_node_pid(url)
     if pid is None:
         return None
     try:
@@ -223,7 +228,7 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
     # The footprint of the corpus as loaded; recalls then rewrite the memories they return
     # (last_accessed), which leaves deleted documents behind until merges reclaim them.
     result["footprint_loaded"] = engine_footprint(url, prefix)
-    result["footprint_loaded"]["jvm_rss_bytes"] = None if args.url else jvm_rss_bytes()
+    result["footprint_loaded"]["jvm_rss_bytes"] = jvm_rss_bytes(args.url)
     by_kind = {k: [q for q in queries if q.kind == k] for k in KINDS if k in args.kinds}
     print(f"capturing the engine requests of {sum(len(v) for v in by_kind.values())} recalls ...", file=sys.stderr)
     captured = {k: capture(url, prefix, qs) for k, qs in by_kind.items()}
@@ -235,7 +240,7 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
     # The enrichment worker would work through the corpus's backlog (every loaded memory is pending)
     # during the measurement: at 100k it held ~1.5 of the 2 cores and doubled both sides' latency.
     svc = ServiceProcess(url, prefix, env={"EMBEDDING_BACKEND": args.backend, "ENRICHMENT_ENABLED": "true" if args.enrichment else "false"})
-    engine_pid = None if args.url else local_node_pid()
+    engine_pid = local_node_pid(args.url)
     with svc as base, \
             httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120, limits=limits) as http, \
             httpx.Client(base_url=url, timeout=120, limits=limits) as engine:
@@ -284,7 +289,7 @@ def measure_size(args, url: str, size: int, queries: list[Query], embedder) -> d
                       f"{cpu_cell(row, 'cpu_ms_per_recall', 'service')} engine {cpu_cell(row, 'cpu_ms_per_recall', 'engine')}", file=sys.stderr)
         result["service_peak_rss_mb"] = svc.peak_rss_mb()
     result["footprint"] = engine_footprint(url, prefix)
-    result["footprint"]["jvm_rss_bytes"] = None if args.url else jvm_rss_bytes()
+    result["footprint"]["jvm_rss_bytes"] = jvm_rss_bytes(args.url)
     result["load_avg_after"] = load_avg()
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
