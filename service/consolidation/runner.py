@@ -51,10 +51,6 @@ def steps_for(mode: str) -> tuple[str, ...]:
     return STEPS if mode == "full" else (mode,)
 
 
-def _num(value: Any) -> float | None:
-    return finite_number(value)
-
-
 def facts_of(memory_id: str, source: dict, relationships: int = 0) -> MemoryFacts:
     meta = source.get("metadata") or {}
     protected = meta.get("protected") if isinstance(meta, dict) else None
@@ -62,9 +58,9 @@ def facts_of(memory_id: str, source: dict, relationships: int = 0) -> MemoryFact
         protected = protected.strip().lower() not in {"", "0", "false", "no"}
     return MemoryFacts(
         id=memory_id, timestamp=stored_datetime(source.get("timestamp")),
-        last_accessed=stored_datetime(source.get("last_accessed")), importance=_num(source.get("importance")),
-        confidence=_num(source.get("confidence")), relationships=relationships,
-        stored_relevance=_num(source.get("relevance_score")), type=source.get("type"),
+        last_accessed=stored_datetime(source.get("last_accessed")), importance=finite_number(source.get("importance")),
+        confidence=finite_number(source.get("confidence")), relationships=relationships,
+        stored_relevance=finite_number(source.get("relevance_score")), type=source.get("type"),
         protected=bool(protected), protected_reason=meta.get("protected_reason") if isinstance(meta, dict) else None,
     )
 
@@ -277,7 +273,7 @@ class Consolidator:
         members = [
             C.Member(
                 id=m, content=contents.get(m, {}).get("content", ""), type=g.info[m]["type"], tags=g.info[m]["tags"],
-                importance=_num(g.info[m]["importance"]), timestamp_days=_epoch_days(g.info[m]["timestamp"]),
+                importance=finite_number(g.info[m]["importance"]), timestamp_days=_epoch_days(g.info[m]["timestamp"]),
                 vector=tuple(vectors[m]),
             )
             for m in group if m in vectors and m in contents
