@@ -259,12 +259,13 @@ def test_chains_below_the_page_cost_no_lookup(api):
         recall(api, query="current fact", tags="pg", limit=limit)
     api.app.state.memories.refresh_now()
     # limit 2: two current memories rank above the superseded one, so its chain cannot reach the page:
-    # the one search after the arms reads the page's stored memories (recall's hits are lean).
+    # the one read after the arms is the page's stored memories (recall's hits are lean), an _mget.
     body, calls = count_requests(api, query="current fact", tags="pg", limit=2)
-    assert sorted(ids(body)) == sorted(top) and sum(c.endswith("/_search") for c in calls) == 1, calls
+    assert sorted(ids(body)) == sorted(top) and calls[1:] == [f"POST /{api.app.state.settings.memories_alias}/_mget"], calls
     assert body["state_filter"] == {"current_only": True, "suppressed_count": 1, "replacement_count": 0}
     # limit 3: it can, and its head takes its place: the superseded memory's stored supersessions,
     # one lookup for the chain, and the page's stored memories.
     body, calls = count_requests(api, query="current fact", tags="pg", limit=3)
     assert sorted(ids(body)[:2]) == sorted(top) and ids(body)[2] == new, ids(body)
-    assert sum(c.endswith("/_search") for c in calls) == 3, calls
+    alias = api.app.state.settings.memories_alias
+    assert calls[1:] == [f"POST /{alias}/_mget", f"POST /{alias}/_search", f"POST /{alias}/_mget"], calls
