@@ -363,6 +363,35 @@ def test_access_resolution_zero_rewrites_on_every_recall(make_client, os_client)
         os_client.indices.refresh(index=api.app.state.settings.memories_alias)
 
 
+@pytest.mark.parametrize("due", [True, False], ids=["page read with versions (a search)", "page read of sources (an _mget)"])
+def test_a_memory_deleted_after_the_arms_saw_it_is_left_out(make_client, os_client, due):
+    """The page's stored memories are read after the arms: one deleted in between is not answered, by
+    either read (the one that brings access tracking's vectors and versions, and the plain _mget)."""
+    api = make_client(recall_access_resolution_seconds=0 if due else 3600)
+    store, alias = api.app.state.memories, api.app.state.settings.memories_alias
+    gone = put(api, "the garage code is 4417")
+    kept = put(api, "the garage door opener lives in the car")
+    settled(api)
+    if not due:  # both accessed within the hour: the next page read needs no versions
+        recall(api, query="garage", tags="", limit=5)
+        settle_accesses(api)
+    store.refresh_now()
+    reader = "search" if due else "read_sources"
+    original = getattr(store, reader)
+
+    def deleting_first(*args):
+        os_client.delete(index=alias, id=gone, refresh=True)
+        return original(*args)
+
+    setattr(store, reader, deleting_first)
+    try:
+        body, calls = count_requests(api, query="garage", tags="", limit=5)
+    finally:
+        delattr(store, reader)
+    assert ids(body) == [kept] and body["count"] == 1, body
+    assert calls[1] == (f"POST /{alias}/_search" if due else f"POST /{alias}/_mget"), calls
+
+
 def test_context_anchor_injected_when_nothing_matches(api):
     anchor = put(api, "Always run the linter before committing", tags=["team-rules"], importance=0.9)
     for i in range(4):
