@@ -271,7 +271,7 @@ class RecallService:
         if not todo:
             return self.store.msearch([], along)
         with_versions = any(mid in versions for mid in todo)
-        if not along and not with_versions:  # sources alone: an _mget costs the engine half a search by ids
+        if not along and not with_versions:  # sources alone: an _mget costs the engine ~60% of a search by ids
             for mid, source in self.store.read_sources(todo).items():
                 hits.hits[mid].source = source
             return []
