@@ -84,26 +84,23 @@ class MemoryStore:
         return self.get_many(bank, [memory_id]).get(memory_id)
 
     def get_many(self, bank: str, ids: Sequence[str]) -> dict[str, dict]:
-        if not ids:
-            return {}
-        with engine_errors("fetch memories"):
-            resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"_source_excludes": ",".join(HIDDEN_FIELDS)})
-        out = {}
-        for doc in check_docs(resp, "fetch memories"):
-            if _of_bank(doc, bank):
-                out[doc["_id"]] = doc["_source"]
-        return out
+        docs = self._mget(ids, "fetch memories", {"_source_excludes": ",".join(HIDDEN_FIELDS)})
+        return {d["_id"]: d["_source"] for d in docs if _of_bank(d, bank)}
 
     def read_sources(self, ids: Sequence[str]) -> dict[str, dict]:
         """The whole stored sources of `ids` the last refresh shows (a recall's page: ids its bank's arms
         found). One `_mget` with realtime=false: a realtime get of a memory written since the last refresh
         (access tracking writes often) makes the engine refresh, and the arms saw that refresh anyway.
         10 memories cost the engine 0.6 ms of CPU so, 1.0 by a search by ids (bench/page_read.py)."""
+        return {d["_id"]: d["_source"] for d in self._mget(ids, "read recalled memories", {"realtime": "false"}) if d.get("found")}
+
+    def _mget(self, ids: Sequence[str], what: str, params: dict[str, str]) -> list[dict]:
+        """The docs of one `_mget` of `ids` (none asked, none sent), doc-level errors raised (check_docs)."""
         if not ids:
-            return {}
-        with engine_errors("read recalled memories"):
-            resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params={"realtime": "false"})
-        return {d["_id"]: d["_source"] for d in check_docs(resp, "read recalled memories") if d.get("found")}
+            return []
+        with engine_errors(what):
+            resp = self.client.mget(index=self.alias, body={"ids": list(ids)}, params=params)
+        return check_docs(resp, what)
 
     def put(self, memory_id: str, doc: dict) -> None:
         with engine_errors("store memory", write=True):
