@@ -20,19 +20,19 @@ from scoring.context import ContextProfile, build_context_profile
 from scoring.floors import has_temporal_intent
 from scoring.keywords import extract_keywords
 from scoring.neighbours import neighbour_bonus
-from scoring.rerank import Candidate, ScoredCandidate, ScoringRequest, query_stems, rank, score_candidate, sort_scored
+from scoring.rerank import ScoredCandidate, ScoringRequest, query_stems, rank, score_candidate, sort_scored
 from scoring.weights import RecencyConfig, Weights
 from service.config import Settings
 from service.embedding import Embedder, EmbeddingError
 from service.graph import current_state as state
 from service.filters import clauses as C, tag_groups
 from service.recall import lean as L, placement, queries as Q, retrieval, shaping
-from service.graph.expansion import COSINE_KEY, ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
+from service.graph.expansion import ExpansionOutcome, ExpansionRequest, GraphExpander, source_with_cosine
 from service.recall.multi import merge, query_list
 from service.clock.terms import query_date_terms
+from service.recall.pool import Pool, QueryOutcome, arms_of, candidate_of, make_expanded, observation_members
 from service.recall.request import RecallRequest
 from service.recall.rerank import load_reranker
-from service.recall.retrieval import Hit
 from service.storage.edges import EdgeStore
 from service.storage.memories import VERSION_FIELDS, MemoryStore, Version, version_of
 
@@ -61,60 +61,6 @@ class Timings:
         now = time.perf_counter()
         self.stages[name] = round(self.stages.get(name, 0.0) + (now - self._t) * 1000, 3)
         self._t = now
-
-
-@dataclass
-class QueryOutcome:
-    """What one query (of possibly several) produced."""
-
-    ranked: list[ScoredCandidate]
-    keywords: list[str]
-    vector_search: dict
-    retrieved: retrieval.Retrieved
-    score_filter: dict | None
-    injected: bool
-    # What later stages need to score memories the arms did not return (expansion, chain heads).
-    scoring: ScoringRequest | None = None
-    vector: list[float] | None = None
-
-    @property
-    def hits(self) -> dict[str, Hit]:
-        return self.retrieved.hits
-
-
-@dataclass
-class Pool:
-    """Every memory the recall has seen, once: the arms' hits across queries and what the graph stages
-    add (sources of chain heads and expanded memories, relations, state_replaces, expanded_from_entity)."""
-
-    hits: dict[str, Hit]
-    fallback_ids: set[str]
-    extras: dict[str, dict] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, outcomes: Sequence[QueryOutcome]) -> Pool:
-        hits: dict[str, Hit] = {}
-        for o in outcomes:
-            hits.update(o.hits)
-        return cls(hits, {mid for mid, h in hits.items() if h.only_fallback})
-
-    def source(self, mid: str) -> dict:
-        extra = self.extras.get(mid, {})
-        return extra.get("source") or (self.hits[mid].source if mid in self.hits else {})
-
-    @property
-    def sources(self) -> dict[str, dict]:
-        return {mid: self.source(mid) for mid in {*self.hits, *self.extras}}
-
-
-def make_expanded(items: Sequence[tuple[str, dict]], match_type: str, relation: Mapping[str, float]) -> list[Candidate]:
-    """The expander's candidates (graph.expansion.MakeCandidates): each its own copy of the source."""
-    return [candidate_of(mid, dict(source), match_type, relation.get(mid, 0.0)) for mid, source in items]
-
-
-def candidate_of(mid: str, source: dict, match_type: str, relation: float = 0.0) -> Candidate:
-    """A memory the arms did not return (chain head, expanded memory); its cosine came as a script field."""
-    return Hit(mid, source, cosine=source.get(COSINE_KEY)).candidate(match_type, relation)
 
 
 class RecallService:
@@ -437,19 +383,6 @@ class RecallService:
         if stale:
             versions = {mid: v for mid in stale if (h := pool.hits.get(mid)) is not None and (v := h.version) is not None}
             self.record_access(bank, stale, now, versions)
-
-
-def arms_of(s: ScoredCandidate, pool: Pool) -> list[str]:
-    """The arms that surfaced a result; `graph` for what expansion added, `state` for a chain head."""
-    mid = s.candidate.id
-    if mid in pool.hits:
-        return sorted(pool.hits[mid].arms)
-    return ["state"] if s.candidate.match_type == state.STATE_REPLACEMENT else ["graph"]
-
-
-def observation_members(ranked: Sequence[ScoredCandidate], pool: Pool) -> dict[str, list[str]]:
-    """Observation (MetaPattern) id -> the memories consolidation summarised in it."""
-    return {s.candidate.id: Q.observation_sources(pool.source(s.candidate.id)) for s in ranked if s.candidate.type == C.OBSERVATION_TYPE}
 
 
 def context_profile(req: RecallRequest) -> ContextProfile | None:
