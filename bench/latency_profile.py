@@ -69,9 +69,13 @@ OTHER = "other (unattributed)"
 
 
 def short(path: str) -> str:
-    path = re.sub(r".*site-packages/", "", path)
-    path = re.sub(r".*/wt-[^/]+/", "", path)
-    return re.sub(r".*/lib/python3\.\d+/", "stdlib/", path)
+    """A profiled function's file as STAGES match it: a package's path from site-packages, the
+    standard library's under stdlib/, and this repository's from its root, wherever the checkout
+    measured lives (cProfile and py-spy give absolute paths)."""
+    if "site-packages/" in path:
+        return re.sub(r".*site-packages/", "", path)
+    path = re.sub(r".*/lib/python3\.\d+/", "stdlib/", path)
+    return re.sub(r"^.*/(?=(service|scoring|bench)/)", "", path)
 
 
 def home(func: tuple[str, int, str]) -> str | None:
