@@ -20,7 +20,6 @@ from tests.conftest import AUTH, app_for
 from tests.integration.support import assert_error, link, mem, recall
 
 DIM = 384
-NOW = datetime.now(timezone.utc)
 
 
 def vec(**axes: float) -> list[float]:
@@ -32,7 +31,9 @@ def vec(**axes: float) -> list[float]:
 
 
 def ago(days: float) -> str:
-    return (NOW - timedelta(days=days)).isoformat()
+    # From the clock at the call, not at collection: the service scores with its clock when the test
+    # runs, which on a slow machine can be many minutes after the module was imported.
+    return (datetime.now(timezone.utc) - timedelta(days=days)).isoformat()
 
 
 A_TEXTS = [

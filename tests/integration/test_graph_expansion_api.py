@@ -94,7 +94,7 @@ def test_seeds_show_their_newest_edges_of_any_type_while_expansion_follows_only_
     target, similar, weak = m(api, "target"), m(api, "similar"), m(api, "weak")
     link(api, seed, target, "LEADS_TO", 0.8)
     link(api, seed, weak, "RELATES_TO", 0.1)
-    api.app.state.edges.upsert_many(api.headers["X-Bank"], [{"source_id": seed, "target_id": similar, "type": "SIMILAR_TO", "strength": 0.95}], "2030-01-01T00:00:00+00:00")
+    api.app.state.edges.upsert_many(api.headers["X-Bank"], [{"source_id": seed, "target_id": similar, "type": "SIMILAR_TO", "strength": 0.95}], "2090-01-01T00:00:00+00:00")  # newer than any edge the test writes now
     body = recall(api, tags="seed", expand_relations="true", relation_limit=2, expand_min_strength=0.5)
     assert ids(body) == [seed, target]
     assert [(r["type"], r["id"]) for r in by_id(body)[seed]["relations"]] == [("SIMILAR_TO", similar), ("RELATES_TO", weak)]

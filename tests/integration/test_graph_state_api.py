@@ -154,7 +154,7 @@ def test_as_of_evaluates_validity_and_supersession_at_that_instant(api):
     tag = ["asof"]
     old = m(api, "old office address", 0.9, tag, timestamp="2019-01-01T00:00:00Z")
     new = m(api, "new office address", 0.5, tag, timestamp="2024-01-01T00:00:00Z")
-    later = m(api, "valid from 2030", 0.4, tag, timestamp="2019-01-01T00:00:00Z", t_valid="2030-01-01T00:00:00Z")
+    later = m(api, "valid from 2090", 0.4, tag, timestamp="2019-01-01T00:00:00Z", t_valid="2090-01-01T00:00:00Z")
     ended = m(api, "valid until 2021", 0.3, tag, timestamp="2019-01-01T00:00:00Z", t_invalid="2021-01-01T00:00:00Z")
     written_now = m(api, "written just now", 0.2, tag)
     link(api, old, new, "EVOLVED_INTO")  # takes effect now
@@ -168,11 +168,11 @@ def test_as_of_evaluates_validity_and_supersession_at_that_instant(api):
     assert set(ids(debug)) == {old, ended}
     assert {s["id"]: s["reason"] for s in debug["state_filter"]["suppressed"]} == {new: "not_yet_valid", later: "not_yet_valid", written_now: "not_yet_valid"}
     assert ids(recall(api, tags="asof", as_of="2018-06-01T00:00:00Z")) == []  # nothing existed yet
-    assert set(ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z"))) == {new, later, written_now}  # old's chain head is new
+    assert set(ids(recall(api, tags="asof", as_of="2091-01-01T00:00:00Z"))) == {new, later, written_now}  # old's chain head is new
     # An INVALIDATED_BY with an explicit timestamp takes effect then, not when it is written.
-    link(api, new, later, "INVALIDATED_BY", timestamp="2030-06-01T00:00:00Z")
+    link(api, new, later, "INVALIDATED_BY", timestamp="2090-06-01T00:00:00Z")
     assert set(ids(recall(api, tags="asof"))) == {new, written_now}
-    assert set(ids(recall(api, tags="asof", as_of="2031-01-01T00:00:00Z"))) == {later, written_now}
+    assert set(ids(recall(api, tags="asof", as_of="2091-01-01T00:00:00Z"))) == {later, written_now}
     # history mode skips the state filter, as_of or not
     assert set(ids(recall(api, tags="asof", as_of="2018-06-01T00:00:00Z", state_mode="history"))) == {old, new, later, ended, written_now}
     assert_error(api.get("/recall", params={"tags": "asof", "as_of": "soon"}), 400, "as_of")
