@@ -46,7 +46,7 @@ STAGES: list[tuple[str, str, str | None]] = [
     ("engine client: HTTP (opensearch-py, urllib3, http.client)", r"^service/storage/", None),
     ("arms' response -> candidates", r"^service/recall/retrieval\.py", None),
     ("scoring", r"^(scoring/|snowballstemmer/|service/recall/rerank\.py)", None),
-    ("scoring", r"^service/recall/pipeline\.py", r"^(merged|order|rerank|scoring_request|candidate_of)$"),
+    ("scoring", r"^service/recall/(pipeline|pool)\.py", r"^(merged|order|rerank|scoring_request|candidate_of)$"),
     ("scoring", r"^service/clock/instants\.py", r"^stored_datetime$"),
     ("state (current-state filter)", r"^(service/graph/current_state\.py|service/threads/)", None),
     ("state (current-state filter)", r"^service/recall/pipeline\.py", r"^(current_state|lookup|rescore)$"),
@@ -62,7 +62,7 @@ STAGES: list[tuple[str, str, str | None]] = [
     ("HTTP server and ASGI stack (uvicorn, starlette, fastapi)", r"^(uvicorn/|httptools/|starlette/|fastapi/|stdlib/asyncio/|uvloop/|service/api/http_protocol\.py)", None),
     ("enrichment worker and its pacing", r"^service/enrichment/", None),
     ("consolidation scheduler", r"^service/consolidation/", None),
-    ("recall pipeline glue", r"^(service/recall/pipeline\.py|service/api/automem/recall\.py)", None),
+    ("recall pipeline glue", r"^(service/recall/(pipeline|pool)\.py|service/api/automem/recall\.py)", None),
 ]
 COMPILED = [(stage, re.compile(path), re.compile(name) if name else None) for stage, path, name in STAGES]
 OTHER = "other (unattributed)"

@@ -26,6 +26,8 @@ def test_short(path, expected):
     (("/work/main/service/recall/retrieval.py", 220, "parse_responses"), "arms' response -> candidates"),
     (("/work/main/service/recall/pipeline.py", 1, "track_access"), "access tracking"),
     (("/work/main/service/recall/pipeline.py", 1, "recall"), "recall pipeline glue"),
+    (("/work/main/service/recall/pool.py", 1, "candidate_of"), "scoring"),
+    (("/work/main/service/recall/pool.py", 1, "source"), "recall pipeline glue"),
     (("/x/lib/python3.11/site-packages/anyio/_backends/_asyncio.py", 1, "run"), "thread-pool handoff (anyio)"),
     (("~", 0, "<method 'get' of 'dict' objects>"), None),  # a builtin: charged to its callers
 ])
