@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, tzinfo
 
 
 def mem(api, content: str, **fields) -> str:
@@ -40,6 +41,16 @@ def assert_error(resp, code: int, *fragments: str) -> None:
     assert body["status"] == "error" and body["code"] == code, body
     for fragment in fragments:
         assert fragment in body["message"], body["message"]
+
+
+def clear_of_midnight(zone: tzinfo, margin: float = 60.0) -> None:
+    """Wait out the next midnight in `zone` if it is less than `margin` seconds away: a test that reads
+    "today" or "yesterday" before its requests must not see the day turn between them."""
+    now = datetime.now(zone)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=zone)
+    left = (midnight - now).total_seconds()
+    if left < margin:
+        time.sleep(left + 1.0)
 
 
 def settled(api, timeout: float = 90.0) -> None:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.integration.hindsight_support import BANKS, hrecall, remember, result_ids
-from tests.integration.support import assert_error, mem
+from tests.integration.support import assert_error, clear_of_midnight, mem
 
 DENVER = ZoneInfo("America/Denver")
 
@@ -43,7 +43,9 @@ def test_every_surface_reads_yesterday_in_the_one_zone(make_client):
     got = hrecall(api, "z", "what did the editor do yesterday", budget="low", query_timestamp="2026-05-20T03:00:00Z", trace=True)
     assert (got["trace"]["temporal_window"]["start"], got["trace"]["temporal_window"]["end"]) == (start.isoformat(), end.isoformat())
 
-    # The other surfaces read against now: the expected day is taken before and after the requests (midnight may pass).
+    # The other surfaces read against now. The memory is dated yesterday noon, so no midnight may pass
+    # before the last recall; the windows are compared with the day taken before and after the requests.
+    clear_of_midnight(DENVER)
     before = datetime.now(DENVER).date() - timedelta(days=1)
     crash = mem(api, "The editor crashed while saving", timestamp=(denver_day(before)[0] + timedelta(hours=12)).isoformat())
     mem(api, "The editor crashed while saving", timestamp=(denver_day(before)[0] - timedelta(hours=12)).isoformat())  # the day before (Denver and UTC)

@@ -8,12 +8,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.integration.support import clear_of_midnight
+
 DENVER = ZoneInfo("America/Denver")
 
 
 @pytest.fixture
 def dated(make_client):
     api = make_client(write_refresh="true", recall_date_timezone="America/Denver")
+    clear_of_midnight(DENVER)  # "yesterday" is read here, and again by the recall the test makes
     yesterday_noon = datetime.combine(datetime.now(DENVER).date() - timedelta(days=1), datetime.min.time(), tzinfo=DENVER) + timedelta(hours=12)
     specs = {
         "e1": ("The editor now uses vim keybindings", "2026-05-13T15:00:00Z"),
