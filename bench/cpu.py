@@ -10,7 +10,32 @@ cores, CPU per request says what latency alone hides: how many requests the core
 from __future__ import annotations
 
 import os
+import platform
 import re
+import sys
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's name as /proc/cpuinfo gives it ("AMD EPYC", "Intel(R) Xeon(R) ..."; the processor
+    type elsewhere). The same code ran at about half the speed on one host as on another: a figure
+    means something only beside the CPU it came from."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            cpuinfo = ""
+    found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    return " ".join(found.group(1).split()) if found else (platform.processor() or platform.machine() or "unknown")
+
+
+def machine() -> dict:
+    """What a benchmark's report says of the machine it ran on."""
+    return {"cpus": os.cpu_count(), "cpu": cpu_model(), "python": sys.version.split()[0]}
+
+
+def machine_line(info: dict) -> str:
+    return f"machine: {info.get('cpu', 'unknown CPU')}, {info.get('cpus')} CPUs, Python {info.get('python')}"
 
 
 def cpu_seconds(pid: int | None) -> float | None:

@@ -45,7 +45,7 @@ import orjson
 from tqdm import tqdm
 
 from bench import corpus as C
-from bench.cpu import CpuMeter
+from bench.cpu import CpuMeter, machine, machine_line
 from bench.latency_report import chart, cpu_cell, markdown
 from bench.queries import KINDS, Query, build
 from bench.serving import OUT, TOKEN, ServiceProcess, load_avg, percentile, run_load, summary
@@ -332,17 +332,18 @@ def main(argv: list[str] | None = None) -> int:
     queries = build(args.queries, embedder)
     results = json.loads(args.out.read_text()) if args.out.is_file() else {"sizes": {}}
     results.update(
-        machine={"cpus": os.cpu_count(), "python": sys.version.split()[0]}, backend=args.backend, queries_per_kind=args.queries,
+        machine=machine(), backend=args.backend, queries_per_kind=args.queries,
         warmup=WARMUP, node=C.NODE_NAME if not args.url else args.url,
     )
     for size in args.sizes_list:
         started = time.perf_counter()
         results["sizes"][str(size)] = measure_size(args, url, size, queries, embedder)
         results["sizes"][str(size)]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        results["sizes"][str(size)]["machine"] = results["machine"]  # sizes kept from earlier runs keep theirs
         print(f"{size:,}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
-    table = markdown(results)
+    table = machine_line(results["machine"]) + "\n\n" + markdown(results)
     (args.out.with_suffix(".md")).write_text(table + "\n")
     charted = chart(results, args.out.with_suffix(".png"))
     print(table)

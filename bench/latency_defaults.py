@@ -44,7 +44,7 @@ import httpx
 import orjson
 
 from bench import locomo
-from bench.cpu import CpuMeter, ThreadMeter, cpu_seconds
+from bench.cpu import CpuMeter, ThreadMeter, cpu_seconds, machine, machine_line
 from bench.serving import (
     OUT,
     TOKEN,
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     data = copies_of(data, args.copies)
     result: dict = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "url": url, "prefix": args.prefix, "data": str(args.data),
-        "questions": len(qs), "copies": args.copies, "warmup": WARMUP, "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rounds": [],
+        "questions": len(qs), "copies": args.copies, "warmup": WARMUP, "machine": machine(), "rounds": [],
     }
     extra = (["py-spy"] if args.py_spy else []) + (["cProfile"] if args.profile else [])
     for i in range(args.rounds + len(extra)):
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['service_cpu_ms_per_recall']} (net of idle {row['service_cpu_ms_per_recall_net_of_idle']}) | "
               f"{row['service_cpu_ms_per_recall_by_thread']} | load {row['load_avg_before']}", file=sys.stderr)
     args.out.write_text(json.dumps(result, indent=2))
-    table = markdown(result)
+    table = machine_line(result["machine"]) + "\n\n" + markdown(result)
     from bench.latency_profile import spy_table, stage_table
 
     for row in result["rounds"]:

@@ -43,7 +43,7 @@ from opensearchpy import OpenSearch
 from pydantic import TypeAdapter
 
 from bench import corpus as C
-from bench.cpu import cpu_seconds
+from bench.cpu import cpu_seconds, machine, machine_line
 from bench.locomo import wait_for_enrichment
 from bench.serving import OUT, ROOT, TOKEN, ServiceProcess, load_avg, percentile, run_load
 
@@ -203,9 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         return statistics.median(vals)
 
     OUT.mkdir(parents=True, exist_ok=True)
-    report = {"clients": args.clients, "texts": args.texts, "variants": dict(variants), "runs": runs}
+    report = {"clients": args.clients, "texts": args.texts, "machine": machine(), "variants": dict(variants), "runs": runs}
     (OUT / "write_throughput.json").write_text(json.dumps(report, indent=2))
-    print(f"\nmedians of {args.rounds} rounds, {args.clients} clients, {args.texts} texts")
+    print(f"\n{machine_line(report['machine'])}")
+    print(f"medians of {args.rounds} rounds, {args.clients} clients, {args.texts} texts")
     print(f"{'variant':14s} {'alone p50':>9s} {'p95':>6s} {f'{args.clients} clients/s':>12s} {'p50':>6s} {'p95':>6s} {'batch/s':>8s}"
           f" {'service CPU ms':>14s} {'engine CPU ms':>13s}")
     for name, _ in variants:
