@@ -10,6 +10,7 @@ How a span is read, in order (first rule that applies wins):
   quoted title ("Becoming Nicole")       -> organizations if it ends like one, tools if known, else concepts
   known tool / organization / place       -> that category (case-insensitive, whole words)
   "... Inc", "... University", "Lake ..." -> organizations / places by their first or last word
+  a place and a plural ("Denver Broncos") -> organizations ("Austin Powers", a first name and a surname, not)
   "project X", "X repo"                   -> projects
   a first name ("Amy Ellis Nutt")         -> people
   after "a dog named", "a cat called"     -> people (the animal's name, whatever the lists say)
@@ -49,6 +50,8 @@ _NAME_ABBREVIATIONS = frozenset({"St", "Mt", "Ft"})  # part of a place's name: "
 # A verb that starts a sentence before a name ("Visited Paris", "Called Sarah Jones").
 _SENTENCE_VERB = re.compile(r"[A-Z][a-z]+(?:ed|ing)")
 _CAMEL = re.compile(r"[a-z][A-Z]")
+# A capitalised plural ("Broncos", "Giants"), not a word in -ss or -us ("Glass", "Campus").
+_PLURAL = re.compile(r"[A-Z][a-z]*[a-rtv-z]s")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
@@ -343,7 +346,7 @@ class _Extraction:
             return "organizations"
         if lowered in g.major_places:
             return "places"
-        if n >= 2 and (last in g.organization_suffixes or first in g.organization_prefixes):
+        if n >= 2 and (last in g.organization_suffixes or first in g.organization_prefixes or self.place_team(words)):
             return "organizations"
         if n >= 2 and (last in g.place_suffixes or first in g.place_prefixes):
             return "places"
@@ -376,6 +379,20 @@ class _Extraction:
                 and not first.endswith("ing")):  # "Burning Man", "Breaking Bad": a gerund is no first name
             return "people"
         return "concepts"
+
+    def place_team(self, words: list[str]) -> bool:
+        """A place, then capitalised words ending in a plural: a team or a company ("Denver Broncos",
+        "New York Giants", "Texas Instruments"; read as people, as the cities are first names too).
+        Not a place ("Palm Springs", "Dallas Texas"), nor a first name and a surname ("Austin Powers")."""
+        g, last = self.gaz, words[-1]
+        if not _PLURAL.fullmatch(last) or last.lower() in g.place_suffixes or self.place(last):
+            return False
+        heads = [k for k in range(1, len(words)) if self.place(" ".join(words[:k]))]
+        return bool(heads) and not (heads == [1] and unaccented(words[0]) in g.first_names and unaccented(last) in g.last_names)
+
+    def place(self, name: str) -> bool:
+        """Whether the lists know `name` as a place, a large or a small one (any case)."""
+        return (lowered := name.lower()) in self.gaz.major_places or lowered in self.gaz.minor_places
 
     def result(self) -> dict[str, list[str]]:
         people = set(self.found["people"])

@@ -467,3 +467,19 @@ def test_an_identifier_is_one_name_and_the_words_around_it_are_not_part_of_it():
     assert extract_entities("Export OPENAI_API_KEY first.", gaz) == {"concepts": ["OPENAI_API_KEY"]}
     # Lowercase, it is no name at all.
     assert extract_entities("I renamed my_var in Postgres.", gaz) == {"tools": ["Postgres"]}
+
+
+def test_a_place_and_a_plural_name_a_team_or_a_company():
+    gaz = load_gazetteer()
+    # Denver, Dallas and Houston are first names too: read as people, the teams were persons.
+    assert extract_entities("Went to see the Denver Broncos play.", gaz) == {"organizations": ["Denver Broncos"]}
+    assert extract_entities("The Dallas Cowboys beat the Houston Rockets fans' favourite.", gaz) == {
+        "organizations": ["Dallas Cowboys", "Houston Rockets"],
+    }
+    assert extract_entities("Sarah loves the New York Giants.", gaz) == {"people": ["Sarah"], "organizations": ["New York Giants"]}
+    assert extract_entities("I love the Toronto Maple Leafs.", gaz) == {"organizations": ["Toronto Maple Leafs"]}
+    assert extract_entities("She works at Texas Instruments.", gaz) == {"organizations": ["Texas Instruments"]}
+    # A first name and a surname stay a person; a place's own suffix, or a place, stays a place.
+    assert extract_entities("I met Austin Powers and Sydney Andrews.", gaz) == {"people": ["Austin Powers", "Sydney Andrews"]}
+    assert extract_entities("We visited Palm Springs and Niagara Falls.", gaz) == {"places": ["Niagara Falls", "Palm Springs"]}
+    assert extract_entities("Mom moved to Austin Texas.", gaz) == {"places": ["Austin", "Texas"]}
