@@ -1,4 +1,5 @@
-"""`engram import | export | backup | restore | reembed`: moving memories in and out of a store.
+"""`engram import | export | backup | restore | reembed | reenrich`: moving memories in and out of a
+store, and deriving what is stored with them again.
 
 Each works directly against the engine (OPENSEARCH_URL / --url, else the local node) with the
 service's settings; backup, restore and reembed can instead call a running service (--api).
@@ -28,6 +29,7 @@ def register(app: typer.Typer) -> None:
     app.command("backup")(backup_command)
     app.command("restore")(restore_command)
     app.command("reembed")(reembed_command)
+    app.command("reenrich")(reenrich_command)
 
 
 @reported
@@ -237,5 +239,31 @@ def reembed_command(
         with tqdm(total=min(todo, limit or todo), unit="mem", desc="reembed", file=sys.stderr, disable=no_progress) as bar:
             body = reembed(store, settings.default_bank, embedder, batch_size=batch_size, limit=limit, force=force, progress=bar.update).as_dict()
     emit(body, as_json, f"re-embedded {counted(body['processed'], 'memory', 'memories')} with {body['model']} ({body['failed']:,} failed)")
+    if body["failed"]:
+        raise typer.Exit(1)
+
+
+@reported
+def reenrich_command(
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="at most this many memories, in id order", show_default=False)] = None,
+    bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None, no_progress: NoProgressOpt = False, as_json: JsonOpt = False,
+) -> None:
+    """Enrich a bank's memories again, e.g. after an upgrade that reads entities better: each is
+    marked as POST /enrichment/reprocess marks its ids, and the service's enrichment worker redoes
+    its entities, tags and edges (at its next scan: at start, or within a minute when idle).
+    GET /enrichment/status counts them down."""
+    from tqdm import tqdm
+
+    from service.admin.jobs import connect
+    from service.admin.reenrich import reenrich
+    from service.storage.memories import MemoryStore
+
+    settings = settings_from(url, prefix, bank)
+    store = MemoryStore(connect(settings), settings.memories_alias)
+    todo = store.count({"term": {"bank": settings.default_bank}})
+    with tqdm(total=min(todo, limit or todo), unit="mem", desc="reenrich", file=sys.stderr, disable=no_progress) as bar:
+        body = reenrich(store, settings.default_bank, limit=limit, progress=bar.update).as_dict()
+    emit(body, as_json, f"marked {counted(body['marked'], 'memory', 'memories')} of bank {body['bank']} for enrichment "
+                        f"({body['failed']:,} failed); the service's worker enriches them (GET /enrichment/status)")
     if body["failed"]:
         raise typer.Exit(1)

@@ -132,6 +132,12 @@ def enriched_document(subject: Subject, entities: dict[str, list[str]], *, now: 
     return doc
 
 
+def reprocess_mark() -> dict[str, Any]:
+    """The partial update that marks a memory for enrichment again, changed or not (POST
+    /enrichment/reprocess, `engram reenrich`): `pending_query` finds it, and the worker runs it forced."""
+    return {"enrichment": {"status": STATUS_PENDING, "forced": True}}
+
+
 def failure_state(enrichment: Mapping[str, Any] | None, *, attempts: int, error: str, now: str, final: bool) -> dict[str, Any]:
     """The partial `enrichment` object written after a failed attempt (derived-field records kept)."""
     return {**(enrichment or {}), "status": STATUS_FAILED if final else STATUS_PENDING, "attempts": attempts,

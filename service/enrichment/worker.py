@@ -405,7 +405,7 @@ class EnrichmentWorker:
         banks = self._banks_of(ids)
         errors = []
         for bank in sorted(set(banks.values())):
-            actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": {"enrichment": {"status": plan.STATUS_PENDING, "forced": True}}}
+            actions = [{"_op_type": "update", "_index": self.memories.alias, "_id": mid, "doc": plan.reprocess_mark()}
                        for mid in ids if banks.get(mid) == bank]
             errors += self.memories.bulk(bank, actions, "mark for enrichment", refresh="false")
         failed = [e for e in errors if e]

@@ -20,7 +20,7 @@ from tests.integration.admin_support import export_bytes, members, populate, wip
 from tests.integration.support import fast_api
 
 NDJSON = ROOT / "index_templates" / "dashboards" / "engram.ndjson"
-COMMANDS = [[], ["import"], ["export"], ["backup"], ["restore"], ["reembed"], ["serve"], ["engine"], ["engine", "start"],
+COMMANDS = [[], ["import"], ["export"], ["backup"], ["restore"], ["reembed"], ["reenrich"], ["serve"], ["engine"], ["engine", "start"],
             ["snapshot"], ["snapshot", "create"], ["snapshot", "restore"], ["snapshot", "list"], ["dashboards", "install"], ["bench"]]
 
 

@@ -4,12 +4,15 @@ never overwritten, GET /enrichment/status and POST /enrichment/reprocess."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
 import pytest
 
+from service.cli.main import main
 from service.enrichment.jobs import Job
+from service.filters import clauses as C
 from tests.conftest import ADMIN
 from tests.integration.support import assert_error, mem, recall
 
@@ -255,6 +258,33 @@ def test_reprocess_body_and_query_forms(make_client):
     assert after["enriched_at"] > before and after["forced"] is True  # forced: enriched again though up to date
     resp = api.post(f"/enrichment/reprocess?ids={a},{b}", headers=ADMIN_H)
     assert resp.status_code == 202 and resp.json()["count"] == 2 and resp.json()["ids"] == sorted([a, b])
+
+
+def test_reenrich_command_marks_the_bank_and_the_worker_redoes_it(make_client, capsys):
+    # What an upgrade of the extractor needs: every stored memory enriched again, vectors kept.
+    api = enriched_api(make_client)
+    ids = [mem(api, f"Went to see the Denver Broncos play, game {i}.") for i in range(4)]
+    theirs = api.post("/memory", json={"content": "Another bank's memory."}, headers={"X-Bank": "b"}).json()["memory_id"]
+    settle(api)
+    before = {mid: memory(api, mid)["enrichment"]["enriched_at"] for mid in ids}
+    s = api.app.state.settings
+    engine = ["--url", s.opensearch_url, "--prefix", s.index_prefix, "--json", "--no-progress"]
+    assert main(["reenrich", *engine, "--limit", "1"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"status": "complete", "bank": "default", "marked": 1, "failed": 0, "total": 1}
+    assert main(["reenrich", *engine]) == 0
+    assert json.loads(capsys.readouterr().out)["marked"] == 4
+    store = api.app.state.enrichment.memories
+    store.refresh_now()
+    pending = {"bool": {"filter": [{"term": {"enrichment.status": "pending"}}, {"term": {"enrichment.forced": True}}]}}
+    assert store.ids_matching(pending) == sorted(ids)  # not bank b's
+    assert store.count({"bool": {"filter": [{"terms": {"id": ids}}, C.HAS_VECTOR]}}) == 4  # the updates carried the vectors
+    api.app.state.enrichment.scan()  # the worker's next scan (at start, or within a minute when idle)
+    settle(api)
+    for mid in ids:
+        m = memory(api, mid)
+        assert m["enrichment"]["status"] == "done" and m["enrichment"]["enriched_at"] > before[mid]
+        assert "entity:organizations:denver-broncos" in m["tags"]
+    assert api.get(f"/memory/{theirs}", headers={"X-Bank": "b"}).json()["memory"]["enrichment"]["status"] == "done"
 
 
 def test_reprocess_hostile_inputs(make_client):

@@ -1,0 +1,73 @@
+"""`engram reenrich`: every memory of a bank marked for enrichment again.
+
+A memory keeps the entities, tags and edges it was enriched with; an upgrade that reads entities
+better (service/enrichment/extractor.py) changes only the memories written after it. This marks the
+bank's memories as POST /enrichment/reprocess marks the ids it is given (`plan.reprocess_mark`,
+stored on each memory, so a restart keeps it): the service's enrichment worker picks them up at its
+next scan for pending memories (at start, and within a minute when idle), oldest first, and
+enriches them whether or not they changed. GET /enrichment/status counts them down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.enrichment import plan
+from service.errors import EngramError
+from service.storage.memories import MemoryStore
+
+log = logging.getLogger("engram.reenrich")
+
+# Memories per bulk request: each one also reads the vectors the updates carry back in.
+CHUNK = 250
+FAILED_IDS_SHOWN = 10
+
+
+@dataclass
+class ReenrichResult:
+    bank: str
+    marked: int = 0
+    failed: int = 0
+    total: int = 0
+    failed_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": "complete", "bank": self.bank, "marked": self.marked, "failed": self.failed, "total": self.total}
+        if self.failed_ids:
+            out["failed_ids"] = self.failed_ids[:FAILED_IDS_SHOWN]
+        return out
+
+
+def reenrich(store: MemoryStore, bank: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None) -> ReenrichResult:
+    """Mark the bank's memories (at most `limit`, in id order) for enrichment; a memory deleted
+    meanwhile is counted as failed."""
+    result = ReenrichResult(bank)
+    for page in store.id_pages({"bool": {"filter": [{"term": {"bank": bank}}]}}):
+        if limit is not None:
+            page = page[: max(0, limit - result.total)]
+        for start in range(0, len(page), CHUNK):
+            _mark(store, bank, page[start : start + CHUNK], result)
+            if progress:
+                progress(len(page[start : start + CHUNK]))
+        if limit is not None and result.total >= limit:
+            break
+    log.info("marked %d memories of bank %s for enrichment (%d failed)", result.marked, bank, result.failed)
+    return result
+
+
+def _mark(store: MemoryStore, bank: str, ids: list[str], result: ReenrichResult) -> None:
+    result.total += len(ids)
+    actions = [{"_op_type": "update", "_index": store.alias, "_id": mid, "doc": plan.reprocess_mark()} for mid in ids]
+    try:
+        errors = store.bulk(bank, actions, "mark for enrichment", refresh="false")
+    except EngramError as exc:
+        errors = [exc.message] * len(actions)
+    for mid, err in zip(ids, errors):
+        if err:
+            result.failed += 1
+            result.failed_ids.append(mid)
+        else:
+            result.marked += 1
