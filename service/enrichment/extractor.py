@@ -12,6 +12,7 @@ How a span is read, in order (first rule that applies wins):
   "... Inc", "... University", "Lake ..." -> organizations / places by their first or last word
   a place and a plural ("Denver Broncos") -> organizations ("Austin Powers", a first name and a surname, not)
   "project X", "X repo"                   -> projects
+  right after a known tool or body        -> concepts, named with it ("Docker Hub", not "Hub")
   a first name ("Amy Ellis Nutt")         -> people
   after "a dog named", "a cat called"     -> people (the animal's name, whatever the lists say)
   after "using" / "via"; CamelCase        -> tools
@@ -201,6 +202,8 @@ class _Extraction:
         category = self.category(tokens, words, i, j, nouns)
         if category == "projects" and len(words) > 1:
             words = [w for k, w in enumerate(words) if k not in (0, len(words) - 1) or w.lower() not in self.gaz.project_cues]
+        if category == "concepts" and i > 0 and (known := self.known_before(tokens, i)):
+            words = [known, *words]  # "Docker Hub", not "Hub": a product is named with its maker
         if category:
             self.add(category, " ".join(words))
 
@@ -301,6 +304,13 @@ class _Extraction:
         minor = prev in self.gaz.locative_cues
         # Bounded: a span may be thousands of words.
         return any(self.known(words[:k], minor=minor) for k in range(min(len(words), MAX_WORDS), 1, -1))
+
+    def known_before(self, tokens: list[Token], i: int) -> str | None:
+        """The tool or body the known pass took right before the word at `i` ("Docker" before "Hub"), if any."""
+        if not self.after_known(tokens, i):
+            return None
+        end = tokens[i - 1].end
+        return next((self.text[s:e] for s, e in self.taken if e == end), None)
 
     def after_known(self, tokens: list[Token], i: int) -> bool:
         """Whether the word at `i` directly follows a capitalised tool or body the known pass took."""

@@ -365,11 +365,17 @@ def test_words_that_are_census_surnames_but_no_one_s_name_here_are_concepts():
     # After "the": a body or a thing, not a person.
     assert extract_entities("User has a meeting with the Board on Wednesday.", gaz) == {"concepts": ["Board"]}
     assert extract_entities("We stayed at the Marriott in Denver.", gaz) == {"places": ["Denver"], "concepts": ["Marriott"]}
-    # Right after a known tool or body: a model's name.
-    assert extract_entities("Ordered a MacBook Pro from Apple.", gaz) == {"organizations": ["Apple"], "tools": ["MacBook"], "concepts": ["Pro"]}
+    # Right after a known tool or body: a model's name, named with its maker ("Pro" alone would tie
+    # every memory of any "... Pro" together).
+    assert extract_entities("Ordered a MacBook Pro from Apple.", gaz) == {
+        "organizations": ["Apple"], "tools": ["MacBook"], "concepts": ["MacBook Pro"],
+    }
     # ... or of a product: not a town called Hub, not a person called Agent.
-    assert extract_entities("Pull the image from Docker Hub first.", gaz) == {"tools": ["Docker"], "concepts": ["Hub"]}
-    assert extract_entities("Install the Hugging Face Agent Skill today.", gaz) == {"organizations": ["Hugging Face"], "concepts": ["Agent Skill"]}
+    assert extract_entities("Pull the image from Docker Hub first.", gaz) == {"tools": ["Docker"], "concepts": ["Docker Hub"]}
+    assert extract_entities("Install the Hugging Face Agent Skill today.", gaz) == {
+        "organizations": ["Hugging Face"], "concepts": ["Hugging Face Agent Skill"],
+    }
+    assert extract_entities("Push it to the Hugging Face Hub.", gaz) == {"organizations": ["Hugging Face"], "concepts": ["Hugging Face Hub"]}
     # A city there is still the city.
     assert extract_entities("I met John at Microsoft Ireland.", gaz) == {"people": ["John"], "places": ["Ireland"], "organizations": ["Microsoft"]}
     # A surname alone elsewhere is still a person.
