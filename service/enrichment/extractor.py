@@ -87,7 +87,7 @@ class _Extraction:
         self.tokens = tokenize(text)
         self.capitalised_nouns = nouns_capitalised_by_token(text, self.tokens, gaz)
         self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
-        self.taken: list[tuple[int, int]] = []
+        self.taken: dict[int, int] = {}  # end -> start of the spans the quoted and known passes took (none overlap)
 
     def add(self, category: str, name: str) -> None:
         name = " ".join(name.split()).strip(" -&")
@@ -97,7 +97,7 @@ class _Extraction:
         self.found[category].setdefault(slug, name)
 
     def free(self, start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in self.taken)
+        return all(end <= s or start >= e for e, s in self.taken.items())
 
     # --- passes ---------------------------------------------------------------------------
     def quoted(self) -> None:
@@ -113,7 +113,7 @@ class _Extraction:
                 self.add("organizations", title)
             else:
                 self.add("concepts", title)
-            self.taken.append(m.span())
+            self.taken[m.end()] = m.start()
 
     def known_lowercase(self) -> None:
         """Tools and organizations written in any case ("we moved to postgres")."""
@@ -136,7 +136,7 @@ class _Extraction:
                 self.add("organizations", word)
             else:
                 self.add("tools", word)
-            self.taken.append(m.span())
+            self.taken[m.end()] = m.start()
 
     def suffixed(self, end: int) -> bool:
         """Whether the capitalised words that follow `end` hold one that ends bodies' names ("Stanford
@@ -309,8 +309,8 @@ class _Extraction:
         """The tool or body the known pass took right before the word at `i` ("Docker" before "Hub"), if any."""
         if not self.after_known(tokens, i):
             return None
-        end = tokens[i - 1].end
-        return next((self.text[s:e] for s, e in self.taken if e == end), None)
+        start = self.taken.get(end := tokens[i - 1].end)
+        return None if start is None else self.text[start:end]
 
     def after_known(self, tokens: list[Token], i: int) -> bool:
         """Whether the word at `i` directly follows a capitalised tool or body the known pass took."""
