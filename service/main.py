@@ -41,6 +41,7 @@ from service.stream import EventBus
 from service.writes.backfill import Backfill
 from service.writes.writer import MemoryWriter
 from service.admin.reembed import warn_stale_vectors
+from service.admin.reenrich import warn_older_rules
 from service.admin.vector_repair import VectorRepair
 
 log = logging.getLogger("engram")
@@ -129,6 +130,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         observability = state.observability = Observability.start(cfg, client, state)  # the metrics port, the recall log
         enrichment = state.enrichment = EnrichmentWorker(cfg, state.memories, state.edges, on_event=events.on_event, serving=foreground.active)
         if cfg.enrichment_enabled:
+            await anyio.to_thread.run_sync(lambda: warn_older_rules(state.memories))
             await anyio.to_thread.run_sync(enrichment.start)
         state.banks = BankRegistry(client, cfg)
         consolidation = state.consolidation = build_consolidation(cfg, client, state.memories, state.edges, writer, events.publish, banks=state.banks.all_banks)

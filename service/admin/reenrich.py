@@ -6,6 +6,10 @@ bank's memories as POST /enrichment/reprocess marks the ids it is given (`plan.r
 stored on each memory, so a restart keeps it): the service's enrichment worker picks them up at its
 next scan for pending memories (at start, and within a minute when idle), oldest first, and
 enriches them whether or not they changed. GET /enrichment/status counts them down.
+
+Each enriched memory records the edition of the rules that read it (`extractor.EXTRACTION_RULES`):
+start-up names the banks with memories of an older one (`warn_older_rules`), and GET
+/enrichment/status counts them (`older_rules`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.enrichment import plan
+from service.enrichment.extractor import EXTRACTION_RULES
 from service.errors import EngramError
 from service.storage.memories import MemoryStore
 
@@ -24,6 +29,7 @@ log = logging.getLogger("engram.reenrich")
 # Memories per bulk request: each one also reads the vectors the updates carry back in.
 CHUNK = 250
 FAILED_IDS_SHOWN = 10
+BANKS_LISTED = 20  # in the start-up warning
 
 
 @dataclass
@@ -39,6 +45,27 @@ class ReenrichResult:
         if self.failed_ids:
             out["failed_ids"] = self.failed_ids[:FAILED_IDS_SHOWN]
         return out
+
+
+def older_rules(store: MemoryStore) -> dict[str, int]:
+    """{bank: memories an older edition of the extractor's rules enriched}, in one request."""
+    body = {"size": 0, "query": plan.older_rules_query(None), "aggs": {"banks": {"terms": {"field": "bank", "size": BANKS_LISTED}}}}
+    return {b["key"]: b["doc_count"] for b in store.search(body)["aggregations"]["banks"]["buckets"]}
+
+
+def warn_older_rules(store: MemoryStore) -> dict[str, int]:
+    """The start-up warning when stored memories were enriched under an older edition of the rules
+    (their entities, tags and edges are what that edition read); never fails the start."""
+    try:
+        banks = older_rules(store)
+    except EngramError as exc:
+        log.warning("could not check which rules enriched the stored memories: %s", exc.message)
+        return {}
+    if banks:
+        listed = ", ".join(f"{bank} ({n:,})" for bank, n in sorted(banks.items()))
+        log.warning("memories in banks %s were enriched by an older edition of the entity extractor (now %d); "
+                    "`engram reenrich --bank B` enriches them again", listed, EXTRACTION_RULES)
+    return banks
 
 
 def reenrich(store: MemoryStore, bank: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None) -> ReenrichResult:

@@ -45,6 +45,11 @@ CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "pr
 MAX_WORDS = 6
 # Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
 MAX_TEXT = 20_000
+# The rules' edition, recorded on each enriched memory (`enrichment.rules`; none before 2). Bump it
+# when the extractor reads text differently (these rules, cue_words.py, the word lists):
+# GET /enrichment/status and the start-up log count memories of an older edition, which `engram
+# reenrich` enriches again. tests/unit/test_extraction_rules.py notices a change left unbumped.
+EXTRACTION_RULES = 2
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
 _POSSESSIVE = re.compile(r"['’]s$")
 _NAME_ABBREVIATIONS = frozenset({"St", "Mt", "Ft"})  # part of a place's name: "St. Louis", "Mt. Hood"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.enrichment.extractor import entity_tags
+from service.enrichment.extractor import EXTRACTION_RULES, entity_tags
 from service.memory import codec
 from service.memory.tags import normalize_tag
 from service.threads.plan import MAX_KEY, thread_key
@@ -122,7 +122,7 @@ def enriched_document(subject: Subject, entities: dict[str, list[str]], *, now: 
     doc.update(derived_fields(tags + added, metadata))
     doc["metadata"] = metadata
     doc["enrichment"] = {
-        "status": STATUS_DONE, "attempts": attempts, "last_error": None, "last_error_at": None, "enriched_at": now,
+        "status": STATUS_DONE, "attempts": attempts, "last_error": None, "last_error_at": None, "enriched_at": now, "rules": EXTRACTION_RULES,
         "input_hash": subject.fingerprint, "source_updated_at": source.get("updated_at"), "forced": forced,
         "derived_tags": added, "derived_metadata_keys": derived_keys,
         "derived_metadata": {k: metadata[k] for k in derived_keys}, "scope": subject.scope,
@@ -278,10 +278,21 @@ def stale_edges_query(similar_of: Sequence[str], preceded_from: Sequence[str]) -
     return {"bool": {"should": should, "minimum_should_match": 1}} if should else None
 
 
+def older_rules_query(bank: str | None) -> dict:
+    """Memories enriched under an older edition of the extractor's rules (or before editions were
+    recorded): `engram reenrich` redoes them."""
+    return {"bool": {"filter": [*bank_filter(bank), {"term": {"enrichment.status": STATUS_DONE}}],
+                     "must_not": [{"range": {"enrichment.rules": {"gte": EXTRACTION_RULES}}}]}}
+
+
 def status_counts_body(bank: str) -> dict:
-    """Stored enrichment states in one aggregation request (memories never enriched count as pending)."""
-    return {"size": 0, "query": {"term": {"bank": bank}}, "aggs": {"state": {"filters": {"filters": {
-        "pending": pending_query(bank),
-        "done": {"term": {"enrichment.status": STATUS_DONE}},
-        "failed": {"term": {"enrichment.status": STATUS_FAILED}},
-    }}}}}
+    """Stored enrichment states in one aggregation request (memories never enriched count as pending),
+    and how many of the bank's memories an older edition of the rules enriched."""
+    return {"size": 0, "query": {"term": {"bank": bank}}, "aggs": {
+        "state": {"filters": {"filters": {
+            "pending": pending_query(bank),
+            "done": {"term": {"enrichment.status": STATUS_DONE}},
+            "failed": {"term": {"enrichment.status": STATUS_FAILED}},
+        }}},
+        "older_rules": {"filter": older_rules_query(bank)},
+    }}

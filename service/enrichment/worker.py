@@ -430,7 +430,8 @@ class EnrichmentWorker:
 
     def status(self, bank: str) -> dict[str, Any]:
         """The worker's state: its queue and totals (it serves every bank), the last success and error
-        of `bank` only, and `stored`: the enrichment states of `bank`'s memories."""
+        of `bank` only, `stored`: the enrichment states of `bank`'s memories, and `older_rules`: how many
+        of them an older edition of the extractor's rules enriched (`engram reenrich` redoes them)."""
         pending, inflight = self.jobs.counts()
         stats = self.tally.report(bank)
         resp = self.memories.search(plan.status_counts_body(bank))
@@ -444,6 +445,7 @@ class EnrichmentWorker:
             "workers": self.settings.enrichment_workers,
             "max_attempts": self.settings.enrichment_max_attempts,
             "stored": {name: int(b.get("doc_count", 0)) for name, b in buckets.items()},
+            "older_rules": int(resp.get("aggregations", {}).get("older_rules", {}).get("doc_count", 0)),
             "stats": stats,
             **local_pipeline_status(),
         }

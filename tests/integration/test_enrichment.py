@@ -5,12 +5,15 @@ never overwritten, GET /enrichment/status and POST /enrichment/reprocess."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 
 import pytest
 
+from service.admin.reenrich import warn_older_rules
 from service.cli.main import main
+from service.enrichment.extractor import EXTRACTION_RULES
 from service.enrichment.jobs import Job
 from service.filters import clauses as C
 from tests.conftest import ADMIN
@@ -260,20 +263,29 @@ def test_reprocess_body_and_query_forms(make_client):
     assert resp.status_code == 202 and resp.json()["count"] == 2 and resp.json()["ids"] == sorted([a, b])
 
 
-def test_reenrich_command_marks_the_bank_and_the_worker_redoes_it(make_client, capsys):
+def test_reenrich_command_marks_the_bank_and_the_worker_redoes_it(make_client, capsys, caplog):
     # What an upgrade of the extractor needs: every stored memory enriched again, vectors kept.
     api = enriched_api(make_client)
     ids = [mem(api, f"Went to see the Denver Broncos play, game {i}.") for i in range(4)]
     theirs = api.post("/memory", json={"content": "Another bank's memory."}, headers={"X-Bank": "b"}).json()["memory_id"]
-    settle(api)
+    status = settle(api)
     before = {mid: memory(api, mid)["enrichment"]["enriched_at"] for mid in ids}
+    assert status["older_rules"] == 0 and {memory(api, mid)["enrichment"]["rules"] for mid in ids} == {EXTRACTION_RULES}
+    # One enriched by the edition before: the status counts it, start-up names its bank.
+    store = api.app.state.enrichment.memories
+    older = [{"_op_type": "update", "_index": store.alias, "_id": ids[0], "doc": {"enrichment": {"rules": EXTRACTION_RULES - 1}}}]
+    assert store.bulk("default", older, "make an older edition") == [None]
+    store.refresh_now()
+    assert api.app.state.enrichment.status("default")["older_rules"] == 1
+    with caplog.at_level(logging.WARNING, logger="engram.reenrich"):
+        assert warn_older_rules(store) == {"default": 1}
+    assert "banks default (1) were enriched by an older edition" in caplog.text
     s = api.app.state.settings
     engine = ["--url", s.opensearch_url, "--prefix", s.index_prefix, "--json", "--no-progress"]
     assert main(["reenrich", *engine, "--limit", "1"]) == 0
     assert json.loads(capsys.readouterr().out) == {"status": "complete", "bank": "default", "marked": 1, "failed": 0, "total": 1}
     assert main(["reenrich", *engine]) == 0
     assert json.loads(capsys.readouterr().out)["marked"] == 4
-    store = api.app.state.enrichment.memories
     store.refresh_now()
     pending = {"bool": {"filter": [{"term": {"enrichment.status": "pending"}}, {"term": {"enrichment.forced": True}}]}}
     assert store.ids_matching(pending) == sorted(ids)  # not bank b's
@@ -284,6 +296,7 @@ def test_reenrich_command_marks_the_bank_and_the_worker_redoes_it(make_client, c
         m = memory(api, mid)
         assert m["enrichment"]["status"] == "done" and m["enrichment"]["enriched_at"] > before[mid]
         assert "entity:organizations:denver-broncos" in m["tags"]
+    assert api.app.state.enrichment.status("default")["older_rules"] == 0
     assert api.get(f"/memory/{theirs}", headers={"X-Bank": "b"}).json()["memory"]["enrichment"]["status"] == "done"
 
 

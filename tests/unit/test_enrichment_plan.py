@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from service.enrichment import plan
+from service.enrichment.extractor import EXTRACTION_RULES
 from service.enrichment.plan import Member, Subject
 
 
@@ -171,6 +172,27 @@ def test_pending_query_covers_new_marked_and_changed_memories():
     assert should[1] == {"term": {"enrichment.status": "pending"}}
     assert should[2]["bool"]["filter"][0] == {"term": {"enrichment.status": "done"}}
     assert "enrichment.source_updated_at" in should[2]["bool"]["filter"][1]["script"]["script"]["source"]
+
+
+@pytest.mark.parametrize("bank, filters", [
+    ("default", [{"term": {"bank": "default"}}, {"term": {"enrichment.status": "done"}}]),
+    (None, [{"term": {"enrichment.status": "done"}}]),  # every bank: the start-up check
+])
+def test_older_rules_query_finds_done_memories_of_an_older_or_no_edition(bank, filters):
+    assert plan.older_rules_query(bank) == {"bool": {"filter": filters, "must_not": [{"range": {"enrichment.rules": {"gte": EXTRACTION_RULES}}}]}}
+
+
+def test_enriched_document_and_the_marks_record_the_edition_and_the_request():
+    doc = plan.enriched_document(subject({"id": "m1", "content": "c"}), {}, now="N", attempts=1, forced=True, similar=0, preceded_by=None)
+    assert doc["enrichment"]["rules"] == EXTRACTION_RULES and doc["enrichment"]["forced"] is True
+    assert plan.reprocess_mark() == {"enrichment": {"status": "pending", "forced": True}}
+    assert plan.reprocess_mark() is not plan.reprocess_mark()  # each bulk action gets its own
+
+
+def test_status_counts_body_counts_states_and_older_editions():
+    aggs = plan.status_counts_body("b")["aggs"]
+    assert list(aggs["state"]["filters"]["filters"]) == ["pending", "done", "failed"]
+    assert aggs["older_rules"] == {"filter": plan.older_rules_query("b")}
 
 
 def test_failure_state_keeps_derived_records():

@@ -1,0 +1,59 @@
+"""The extractor's edition (`EXTRACTION_RULES`, recorded on every enriched memory) moves with what it
+reads: a change of the rules or the word lists that reads these texts differently must come with a
+new edition, or stored memories would not be counted as enriched by an older one (GET
+/enrichment/status `older_rules`, the start-up warning, `engram reenrich`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from service.enrichment.extractor import EXTRACTION_RULES, extract_entities
+from service.enrichment.gazetteer import load_gazetteer
+
+# Texts that exercise each rule of the extractor's docstring, with the shipped lists.
+SAMPLE = [
+    "Hey Mel, great to chat! Thanks, Sarah Connor.",
+    "I loved \"Becoming Nicole\" by Amy Ellis Nutt.",
+    "Our group, 'Connected LGBTQ Activists', meets weekly; I went to an LGBTQ+ conference.",
+    "We chose PostgreSQL over MongoDB; deployed with docker on AWS, and rewrote it in Go.",
+    "She works at Google; he left DoorDash for NASA. Kickoff for project Atlas and the Hermes repo.",
+    "She studies at Stanford University. They enjoyed the Grand Canyon and Lake Tahoe.",
+    "Caroline has lived in Stockholm, Sweden since she joined Spotify.",
+    "We moved from Berlin Germany to Austin Texas; I talked to Georgia Washington.",
+    "Went to see the Denver Broncos play; I met Austin Powers in Palm Springs.",
+    "Pull the image from Docker Hub; ordered a MacBook Pro from Apple.",
+    "Our cat Whiskers is sick; a dog named Bello lives next door.",
+    "Then Thandiwe asked about the Marriott and the Board.",
+    "He went to Burning Man; we binge-watched Breaking Bad with Tom.",
+    "I met Ursula von der Leyen in Brussels and Carlos de la Vega at Bank of the West.",
+    "Set DATABASE_URL before starting; I renamed my_var in Postgres.",
+    "Visited Paris with Tom. Called Sarah Jones today. Mohammed Ali boxed.",
+    "We celebrated Christmas in Vermont; French food, German beer.",
+    "Gestern hat Anna mit ihrem Bruder Thomas im Garten gearbeitet.",
+    "Lena zieht im Sommer nach Hamburg, ihr neuer Job bei der Deutschen Bahn beginnt im August.",
+    "Frau Schmidt arbeitet in Köln. Wir waren im Sommer in Italien.",
+    "She flew to Sao Paulo and then to Reykjavik; a week in Zurich.",
+    "Zoë met José in Zürich; Sarah-Jane came by.",
+]
+# Edition -> sha256 of the extractor's answers on SAMPLE. Record a new edition's; keep the old ones.
+EDITIONS = {
+    1: "5f6a3511ce4eb6ee4476d0cb6b8d6d331a775c1305f67f3d590289269f1ba4d9",  # as of f0a4b84 (edition 1 was never recorded)
+    2: "33ce586ecbcc407ac5604b78276993ff2684744148ffde7406045241b87aba3d",  # teams, products named with their maker
+}
+
+
+def answers_digest() -> str:
+    gaz = load_gazetteer()
+    answers = [extract_entities(text, gaz) for text in SAMPLE]
+    return hashlib.sha256(json.dumps(answers, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def test_a_change_in_what_the_extractor_reads_comes_with_a_new_edition():
+    digest = answers_digest()
+    assert EXTRACTION_RULES == max(EDITIONS), "record the current edition's digest in EDITIONS"
+    assert digest == EDITIONS[EXTRACTION_RULES], (
+        f"the extractor reads SAMPLE differently than edition {EXTRACTION_RULES} did: bump EXTRACTION_RULES "
+        f"(service/enrichment/extractor.py) and record {EXTRACTION_RULES + 1}: {digest!r} in EDITIONS"
+    )
+    assert digest not in [d for edition, d in EDITIONS.items() if edition != EXTRACTION_RULES], "an edition reads as an older one did"
