@@ -39,14 +39,30 @@ ctx._source.embedding_model = params.model;
 
 
 @dataclass
-class ReembedResult:
+class BatchTally:
+    """What a job over a bank's memories did to each (re-embedding, marking for enrichment): done, or
+    failed with its id."""
+
+    processed: int = field(default=0, kw_only=True)
+    failed: int = field(default=0, kw_only=True)
+    total: int = field(default=0, kw_only=True)
+    failed_ids: list[str] = field(default_factory=list, kw_only=True)
+
+    def count(self, ids: Sequence[str], errors: Sequence[Any]) -> None:
+        """One bulk request's outcomes, in the order of `ids` (a falsy error: done)."""
+        for mid, err in zip(ids, errors):
+            if err:
+                self.failed += 1
+                self.failed_ids.append(mid)
+            else:
+                self.processed += 1
+
+
+@dataclass
+class ReembedResult(BatchTally):
     model: str
     dimension: int
     batch_size: int
-    processed: int = 0
-    failed: int = 0
-    total: int = 0
-    failed_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -124,12 +140,7 @@ def _batch(store: MemoryStore, bank: str, embedder, docs: list[transfer.Doc], re
         errors = store.bulk(bank, actions, "re-embed memories", refresh="false")
     except EngramError as exc:
         errors = [exc.message] * len(actions)
-    for d, err in zip(docs, errors):
-        if err:
-            result.failed += 1
-            result.failed_ids.append(d.id)
-        else:
-            result.processed += 1
+    result.count([d.id for d in docs], errors)
 
 
 def stale_vectors(store: MemoryStore, model: str) -> tuple[dict[str, int], dict[str, int]]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from service.admin.reembed import BatchTally
 from service.enrichment import plan
 from service.enrichment.extractor import EXTRACTION_RULES
 from service.errors import EngramError
@@ -33,15 +34,11 @@ BANKS_LISTED = 20  # in the start-up warning
 
 
 @dataclass
-class ReenrichResult:
+class ReenrichResult(BatchTally):
     bank: str
-    marked: int = 0
-    failed: int = 0
-    total: int = 0
-    failed_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": "complete", "bank": self.bank, "marked": self.marked, "failed": self.failed, "total": self.total}
+        out: dict[str, Any] = {"status": "complete", "bank": self.bank, "marked": self.processed, "failed": self.failed, "total": self.total}
         if self.failed_ids:
             out["failed_ids"] = self.failed_ids[:FAILED_IDS_SHOWN]
         return out
@@ -81,7 +78,7 @@ def reenrich(store: MemoryStore, bank: str, *, limit: int | None = None, progres
                 progress(len(page[start : start + CHUNK]))
         if limit is not None and result.total >= limit:
             break
-    log.info("marked %d memories of bank %s for enrichment (%d failed)", result.marked, bank, result.failed)
+    log.info("marked %d memories of bank %s for enrichment (%d failed)", result.processed, bank, result.failed)
     return result
 
 
@@ -92,9 +89,4 @@ def _mark(store: MemoryStore, bank: str, ids: list[str], result: ReenrichResult)
         errors = store.bulk(bank, actions, "mark for enrichment", refresh="false")
     except EngramError as exc:
         errors = [exc.message] * len(actions)
-    for mid, err in zip(ids, errors):
-        if err:
-            result.failed += 1
-            result.failed_ids.append(mid)
-        else:
-            result.marked += 1
+    result.count(ids, errors)
