@@ -296,3 +296,10 @@ def status_counts_body(bank: str) -> dict:
         }}},
         "older_rules": {"filter": older_rules_query(bank)},
     }}
+
+
+def status_counts(resp: Mapping[str, Any]) -> dict[str, Any]:
+    """`status_counts_body`'s answer as GET /enrichment/status shows it: `stored` by state, `older_rules`."""
+    aggs = resp.get("aggregations", {})
+    return {"stored": {name: int(b.get("doc_count", 0)) for name, b in aggs.get("state", {}).get("buckets", {}).items()},
+            "older_rules": int(aggs.get("older_rules", {}).get("doc_count", 0))}

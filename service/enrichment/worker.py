@@ -434,8 +434,7 @@ class EnrichmentWorker:
         of them an older edition of the extractor's rules enriched (`engram reenrich` redoes them)."""
         pending, inflight = self.jobs.counts()
         stats = self.tally.report(bank)
-        resp = self.memories.search(plan.status_counts_body(bank))
-        buckets = resp.get("aggregations", {}).get("state", {}).get("buckets", {})
+        counts = plan.status_counts(self.memories.search(plan.status_counts_body(bank)))
         return {
             "status": "running" if self.running else "stopped",
             "queue_size": self.jobs.size(),
@@ -444,8 +443,7 @@ class EnrichmentWorker:
             "inflight": inflight,
             "workers": self.settings.enrichment_workers,
             "max_attempts": self.settings.enrichment_max_attempts,
-            "stored": {name: int(b.get("doc_count", 0)) for name, b in buckets.items()},
-            "older_rules": int(resp.get("aggregations", {}).get("older_rules", {}).get("doc_count", 0)),
+            **counts,
             "stats": stats,
             **local_pipeline_status(),
         }

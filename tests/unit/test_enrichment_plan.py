@@ -193,6 +193,9 @@ def test_status_counts_body_counts_states_and_older_editions():
     aggs = plan.status_counts_body("b")["aggs"]
     assert list(aggs["state"]["filters"]["filters"]) == ["pending", "done", "failed"]
     assert aggs["older_rules"] == {"filter": plan.older_rules_query("b")}
+    resp = {"aggregations": {"state": {"buckets": {"pending": {"doc_count": 1}, "done": {"doc_count": 5}, "failed": {"doc_count": 0}}},
+                             "older_rules": {"doc_count": 2}}}
+    assert plan.status_counts(resp) == {"stored": {"pending": 1, "done": 5, "failed": 0}, "older_rules": 2}
 
 
 def test_failure_state_keeps_derived_records():
