@@ -4,7 +4,7 @@ A memory keeps the entities, tags and edges it was enriched with; an upgrade tha
 better (service/enrichment/extractor.py) changes only the memories written after it. This marks the
 bank's memories as POST /enrichment/reprocess marks the ids it is given (`plan.reprocess_mark`,
 stored on each memory, so a restart keeps it): the service's enrichment worker picks them up at its
-next scan for pending memories (at start, and within a minute when idle), oldest first, and
+next look for marked memories (within seconds when idle: jobs.ScanSchedule), oldest first, and
 enriches them whether or not they changed. GET /enrichment/status counts them down.
 
 Each enriched memory records the edition of the rules that read it (`extractor.EXTRACTION_RULES`):

@@ -250,7 +250,7 @@ def reenrich_command(
 ) -> None:
     """Enrich a bank's memories again, e.g. after an upgrade that reads entities better: each is
     marked as POST /enrichment/reprocess marks its ids, and the service's enrichment worker redoes
-    its entities, tags and edges (at its next scan: at start, or within a minute when idle).
+    its entities, tags and edges (an idle worker finds them within seconds).
     GET /enrichment/status counts them down."""
     from tqdm import tqdm
 

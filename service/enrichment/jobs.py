@@ -2,7 +2,8 @@
 which were forced (POST /enrichment/reprocess), and the retries waiting for their backoff.
 
 Pure bookkeeping, no engine I/O: a full queue refuses the rest, which stay pending in the engine
-until the worker's next scan (service/enrichment/worker.py) finds them.
+until the worker's next scan (service/enrichment/worker.py) finds them; ScanSchedule says when
+that is.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class JobQueue:
         self._pending: set[str] = set()  # in the queue
         self._inflight: set[str] = set()  # taken by a worker thread
         self._forced: set[str] = set()
-        self._timers: set[threading.Timer] = set()
+        self._timers: dict[threading.Timer, str] = {}  # a retry waiting out its backoff -> its memory
         self.on_drop = on_drop
         # Pending memories may exist in the engine beyond the queue (an overflow, or a start-up).
         self.backlog = True
@@ -74,24 +75,26 @@ class JobQueue:
             # Queued before it stops waiting, so that `idle` never sees neither.
             self.put([job.memory_id], forced=job.forced, attempt=job.attempt, requeue=True)
             with self._lock:
-                self._timers.discard(timer)
+                self._timers.pop(timer, None)
 
         timer = threading.Timer(delay, fire)
         timer.daemon = True
         with self._lock:
-            self._timers.add(timer)
+            self._timers[timer] = job.memory_id
         timer.start()
 
     def cancel_timers(self) -> None:
         with self._lock:
-            timers, self._timers = list(self._timers), set()
+            timers, self._timers = list(self._timers), {}
         for timer in timers:
             timer.cancel()
 
     def unknown(self, ids: Iterable[str]) -> list[str]:
-        """The ids neither queued nor held by a worker thread."""
+        """The ids neither queued, nor held by a worker thread, nor waiting out a retry's backoff (a
+        scan finds those pending too; queued early, they would skip the backoff)."""
         with self._lock:
-            return [i for i in ids if i not in self._pending and i not in self._inflight]
+            waiting = set(self._timers.values())
+            return [i for i in ids if i not in self._pending and i not in self._inflight and i not in waiting]
 
     def take(self, batch_size: int, timeout: float) -> list[Job]:
         """Up to `batch_size` jobs, waiting up to `timeout` seconds for the first ([] if none came);
@@ -128,3 +131,27 @@ class JobQueue:
         """(queued, in flight)."""
         with self._lock:
             return len(self._pending), len(self._inflight)
+
+
+@dataclass
+class ScanSchedule:
+    """When an idle worker looks in the engine for pending memories. The bulk importer, `engram
+    reenrich` and other service replicas write memories this process was never told about. The full
+    scan (plan.pending_query) also finds memories PATCHed since their run, with a script over every
+    enriched memory, so it runs when a backlog may exist or once a minute; the quick one
+    (plan.marked_query: never enriched or marked pending, term lookups only) every few seconds."""
+    full_every: float = 60.0
+    quick_every: float = 5.0
+    last_full: float = float("-inf")
+    last_quick: float = float("-inf")
+
+    def due(self, now: float, *, backlog: bool) -> str | None:
+        """"full", "quick" or None, for an idle worker at monotonic time `now`."""
+        if backlog or now - self.last_full >= self.full_every:
+            return "full"
+        return "quick" if now - self.last_quick >= self.quick_every else None
+
+    def ran(self, now: float, *, quick: bool) -> None:
+        self.last_quick = now
+        if not quick:
+            self.last_full = now

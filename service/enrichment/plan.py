@@ -150,6 +150,18 @@ def bank_filter(bank: str | None) -> list[dict]:
     return [] if bank is None else [{"term": {"bank": bank}}]
 
 
+def _marked() -> list[dict]:
+    """Never enriched, or marked pending (reprocess, retry): term lookups, cheap at any size."""
+    return [{"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
+            {"term": {"enrichment.status": STATUS_PENDING}}]
+
+
+def marked_query(bank: str | None) -> dict:
+    """Memories never enriched or marked pending: what an idle worker looks for every few seconds
+    (an import, `engram reenrich`, another replica wrote them), without pending_query's script."""
+    return {"bool": {"filter": bank_filter(bank), "should": _marked(), "minimum_should_match": 1}}
+
+
 def pending_query(bank: str | None) -> dict:
     """Memories still to enrich (of one bank, or of every bank with None): never enriched, marked
     pending (reprocess, retry), or changed since their run (updated_at moved on: a PATCH whose
@@ -162,9 +174,7 @@ def pending_query(bank: str | None) -> dict:
         )}}
     }
     return {"bool": {"filter": bank_filter(bank), "should": [
-        {"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
-        {"term": {"enrichment.status": STATUS_PENDING}},
-        {"bool": {"filter": [{"term": {"enrichment.status": STATUS_DONE}}, changed]}},
+        *_marked(), {"bool": {"filter": [{"term": {"enrichment.status": STATUS_DONE}}, changed]}},
     ], "minimum_should_match": 1}}
 
 

@@ -9,7 +9,8 @@ its vector back — and one bulk writes the edges. A memory whose content change
 written (its stale result is dropped) and is enriched again from the new content.
 
 State lives on the memory (`enrichment.*`), so a restart resumes: at start-up, and whenever the
-queue runs dry after an overflow, one search fetches the pending memories, oldest first.
+queue runs dry after an overflow, one search fetches the pending memories, oldest first. An idle
+worker also looks, so that memories written by other processes are found (`_take`).
 
 The worker serves every bank: the queue and the scans hold memories of any bank, and a batch is
 enriched bank by bank — neighbours, sequences and edges only ever within the memory's own bank.
@@ -29,7 +30,7 @@ from service.enrichment import plan
 from service.enrichment.edges import plan_edges, write_edges
 from service.enrichment.extractor import extract_entities
 from service.enrichment.gazetteer import Gazetteer, load_gazetteer
-from service.enrichment.jobs import Job, JobQueue
+from service.enrichment.jobs import Job, JobQueue, ScanSchedule
 from service.errors import EngineUnavailable
 from service.observability.outage import Outage
 from service.enrichment.stats import Tally, local_pipeline_status
@@ -47,9 +48,6 @@ EventCallback = Callable[[str, dict], None]
 COMMIT_ROUNDS = 3
 # A start-up / backlog scan fetches at most this many pending ids (the engine's result window).
 SCAN_MAX = 10_000
-# An idle worker looks for pending memories this often even without a known backlog: the bulk
-# importer and other service replicas write memories this process was never told about.
-IDLE_SCAN_SECONDS = 60.0
 
 
 def _now() -> str:
@@ -84,7 +82,7 @@ class EnrichmentWorker:
         self.jobs = JobQueue(settings.enrichment_queue_size, on_drop=self._dropped)
         self._sequence_lock = threading.Lock()  # PRECEDED_BY planning + commit, one batch at a time
         self._dirty = False  # enrichment writes not yet visible to searches
-        self._last_scan = 0.0
+        self.looks = ScanSchedule()  # when an idle worker scans the engine for pending memories
         self._stop = threading.Event()
         self.outage = Outage(log, what="enrichment", waiting="memories stay pending")  # the engine away: one line out, one back, back-off between
         self._mapping_pending = False  # the enrichment mapping is still to be put (the engine was away at start)
@@ -134,25 +132,28 @@ class EnrichmentWorker:
     def _dropped(self) -> None:
         self.tally.add(dropped=1)
 
-    def scan(self) -> int:
-        """Queue pending memories from the engine, oldest first, as many as the queue has room for."""
-        self._last_scan = time.monotonic()
+    def scan(self, *, quick: bool = False) -> int:
+        """Queue pending memories from the engine, oldest first, as many as the queue has room for
+        (`quick`: only those never enriched or marked pending, plan.marked_query)."""
+        self.looks.ran(time.monotonic(), quick=quick)
         room = min(SCAN_MAX, self.jobs.room())
         if room <= 0:
             return 0
-        body = {"size": room, "_source": False, "query": plan.pending_query(None), "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
+        query = plan.marked_query(None) if quick else plan.pending_query(None)
+        body = {"size": room, "_source": False, "query": query, "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
         hits = self.memories.search(body)["hits"]["hits"]
         self.jobs.backlog = len(hits) >= room
         return self.enqueue(self.jobs.unknown(h["_id"] for h in hits))
 
     def _take(self) -> list[Job]:
-        """The next batch; when none comes, a scan for pending memories if a backlog may exist (or
-        a while has passed), and []."""
+        """The next batch; when none comes, a scan for pending memories when one is due
+        (ScanSchedule: a backlog, or a while has passed), and []."""
         jobs = self.jobs.take(self.settings.enrichment_batch_size, self.settings.enrichment_idle_sleep_seconds)
-        if not jobs and (self.jobs.backlog or time.monotonic() - self._last_scan > IDLE_SCAN_SECONDS) and not self._stop.is_set():
+        due = None if jobs or self._stop.is_set() else self.looks.due(time.monotonic(), backlog=self.jobs.backlog)
+        if due is not None:
             try:
                 with self.outage.quiet():
-                    self.scan()
+                    self.scan(quick=due == "quick")
                 self.outage.recovered()
             except EngineUnavailable as exc:
                 self._stop.wait(self.outage.failed(exc.message))

@@ -1,10 +1,12 @@
-"""The enrichment worker's queue (service/enrichment/jobs.py): pure bookkeeping, no engine."""
+"""The enrichment worker's queue and scan schedule (service/enrichment/jobs.py): pure bookkeeping, no engine."""
 
 from __future__ import annotations
 
 import time
 
-from service.enrichment.jobs import Job, JobQueue
+import pytest
+
+from service.enrichment.jobs import Job, JobQueue, ScanSchedule
 
 
 def test_a_memory_is_queued_once_and_a_full_queue_reports_the_rest():
@@ -56,6 +58,8 @@ def test_a_retry_comes_back_after_its_backoff_and_timers_can_be_cancelled():
     assert jobs.counts() == (1, 0)
     jobs.put_later(Job("soon", attempt=2, forced=True), delay=0.05)
     jobs.put_later(Job("never", attempt=1), delay=30)
+    # A scan finds a waiting retry pending in the engine; queued from there it would skip its backoff.
+    assert jobs.unknown(["never", "other"]) == ["other"]
     deadline = time.monotonic() + 5
     while jobs.counts()[0] < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -81,3 +85,24 @@ def test_a_retry_waiting_out_its_backoff_is_not_idle():
     jobs.put_later(Job("cancelled", attempt=1), delay=30)
     jobs.cancel_timers()
     assert jobs.idle()
+
+
+@pytest.mark.parametrize("now, backlog, last_full, last_quick, due", [
+    (0.0, False, float("-inf"), float("-inf"), "full"),  # never looked
+    (10.0, True, 9.0, 9.0, "full"),  # a backlog may exist: at once
+    (70.0, False, 9.0, 68.0, "full"),  # a minute since the full scan
+    (20.0, False, 9.0, 14.0, "quick"),  # 5 s since any look
+    (12.0, False, 9.0, 9.0, None),
+    (18.0, False, 9.0, 14.0, None),
+])
+def test_an_idle_worker_scans_fully_each_minute_and_quickly_every_few_seconds(now, backlog, last_full, last_quick, due):
+    looks = ScanSchedule(last_full=last_full, last_quick=last_quick)
+    assert looks.due(now, backlog=backlog) == due
+
+
+def test_a_full_scan_counts_as_a_quick_one_and_not_the_reverse():
+    looks = ScanSchedule()
+    looks.ran(100.0, quick=True)
+    assert looks.due(101.0, backlog=False) == "full"
+    looks.ran(101.0, quick=False)
+    assert looks.due(102.0, backlog=False) is None and looks.due(106.0, backlog=False) == "quick"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -172,6 +173,15 @@ def test_pending_query_covers_new_marked_and_changed_memories():
     assert should[1] == {"term": {"enrichment.status": "pending"}}
     assert should[2]["bool"]["filter"][0] == {"term": {"enrichment.status": "done"}}
     assert "enrichment.source_updated_at" in should[2]["bool"]["filter"][1]["script"]["script"]["source"]
+
+
+@pytest.mark.parametrize("bank", ["default", None])
+def test_marked_query_is_pending_query_without_its_script(bank):
+    # The idle worker's quick scan: term lookups only, so it can run every few seconds at any size.
+    q, full = plan.marked_query(bank), plan.pending_query(bank)
+    assert q["bool"]["filter"] == full["bool"]["filter"] == ([] if bank is None else [{"term": {"bank": bank}}])
+    assert q["bool"]["should"] == full["bool"]["should"][:2] and q["bool"]["minimum_should_match"] == 1
+    assert "script" not in json.dumps(q)
 
 
 @pytest.mark.parametrize("bank, filters", [
