@@ -21,7 +21,8 @@ How a span is read, in order (first rule that applies wins):
   any other capitalised span mid-sentence -> concepts
 A capitalised word that starts a sentence is kept only when a list knows it (sentence case says
 nothing about it); so is any capitalised word alone in a German text (`sentences.nouns_capitalised`), where
-every noun is capitalised.
+every noun is capitalised. This module finds the spans and reads the words around them; what the
+words themselves name, by the lists, is service/enrichment/naming.py (`Naming.classify`).
 """
 
 from __future__ import annotations
@@ -31,33 +32,25 @@ import unicodedata
 from functools import lru_cache
 
 from service.enrichment.cue_words import (
-    ARTICLES, CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HOLIDAYS,
-    HONORIFICS, IMPERATIVES, NAME_CONNECTORS, NAME_FOLLOWERS, NAMING_WORDS, NATIONALITIES, PERSON_VERBS, PET_NOUNS, TEAMS,
-    TECH_LOWER, TITLE_ARTICLES, TO_PERSON_VERBS,
+    CONNECTORS, FOREIGN_NAME_FOLLOWERS, GERMAN_NAME_FOLLOWERS, GERMAN_PET_NOUNS, GERMAN_POSSESSIVES, HONORIFICS,
+    NAME_CONNECTORS, NAME_FOLLOWERS, NAMING_WORDS, PERSON_VERBS, PET_NOUNS, TEAMS, TECH_LOWER, TO_PERSON_VERBS,
 )
 from service.enrichment.gazetteer import Gazetteer, canonical_spellings
+from service.enrichment.naming import MAX_WORDS, NAME_ABBREVIATIONS, Naming
 from service.enrichment.sentences import Token, capitalised, nouns_capitalised_by_token, sentence_initial, tokenize
 from service.memory.tags import unaccented
 
 # AutoMem's five (entity_quality.py _CATEGORY_ALIASES) plus places, which AutoMem files under concepts.
 CATEGORIES: tuple[str, ...] = ("people", "places", "organizations", "tools", "projects", "concepts")
-# A span of more words is a phrase, not a name (AutoMem: max_words=6 for spaCy entities).
-MAX_WORDS = 6
 # Only this much of a memory is read: names beyond it would rarely be new, and the rules are linear.
 MAX_TEXT = 20_000
 # The rules' edition, recorded on each enriched memory (`enrichment.rules`; none before 2). Bump it
-# when the extractor reads text differently (these rules, cue_words.py, the word lists):
+# when the extractor reads text differently (these rules, naming.py, cue_words.py, the word lists):
 # GET /enrichment/status and the start-up log count memories of an older edition, which `engram
 # reenrich` enriches again. tests/unit/test_extraction_rules.py notices a change left unbumped.
 EXTRACTION_RULES = 2
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
 _POSSESSIVE = re.compile(r"['’]s$")
-_NAME_ABBREVIATIONS = frozenset({"St", "Mt", "Ft"})  # part of a place's name: "St. Louis", "Mt. Hood"
-# A verb that starts a sentence before a name ("Visited Paris", "Called Sarah Jones").
-_SENTENCE_VERB = re.compile(r"[A-Z][a-z]+(?:ed|ing)")
-_CAMEL = re.compile(r"[a-z][A-Z]")
-# A capitalised plural ("Broncos", "Giants"), not a word in -ss or -us ("Glass", "Campus").
-_PLURAL = re.compile(r"[A-Z][a-z]*[a-rtv-z]s")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
 _THIRD_PERSON = re.compile(r"[a-z]{2,}(?:s|ed)")
 _GERMAN_THIRD_PERSON = re.compile(r"[a-zäöüß]{2,}t")  # "zieht", "hat", "arbeitet"
@@ -89,6 +82,7 @@ class _Extraction:
     def __init__(self, text: str, gaz: Gazetteer):
         self.text = text
         self.gaz = gaz
+        self.names = Naming(gaz)  # what a run of words names, by the lists
         self.tokens = tokenize(text)
         self.capitalised_nouns = nouns_capitalised_by_token(text, self.tokens, gaz)
         self.found: dict[str, dict[str, str]] = {c: {} for c in CATEGORIES}  # category -> slug -> name
@@ -161,7 +155,7 @@ class _Extraction:
             # An identifier ("DATABASE_URL") is a name of its own: the words around it are not part of it.
             while j < len(tokens) and "_" not in tok.text and "_" not in tokens[j].text:
                 gap = self.text[tokens[j - 1].end : tokens[j].start]
-                joined = gap == " " or (gap == ". " and tokens[j - 1].text in _NAME_ABBREVIATIONS)  # "St. Louis"
+                joined = gap == " " or (gap == ". " and tokens[j - 1].text in NAME_ABBREVIATIONS)  # "St. Louis"
                 if not joined or not self.free(tokens[j].start, tokens[j].end):
                     break
                 nxt = tokens[j].text
@@ -217,34 +211,34 @@ class _Extraction:
         "in Paris France", "to Austin Texas" (read as one name, they were people: both cities are first
         names). Not a name the lists know whole ("to New York", "to New York City")."""
         cue = tokens[i - 1].text.lower() if i > 0 else ""
-        if len(words) < 2 or cue not in self.gaz.locative_cues or self.known(words):
+        if len(words) < 2 or cue not in self.gaz.locative_cues or self.names.known(words):
             return None
         if cue == "to" and i > 1 and tokens[i - 2].text.lower() in TO_PERSON_VERBS:
             return None  # "talked to Georgia Washington"
         *head, region = words
-        if region.lower() not in self.gaz.major_places or not self.known(head):
+        if region.lower() not in self.gaz.major_places or not self.names.known(head):
             return None
         return " ".join(head), region
 
     def trimmed(self, tokens: list[Token], i: int, j: int) -> tuple[list[str], int, bool] | None:
         """The span's words without what is not part of the name, the index of its first one, and whether
         it stands where nouns are capitalised; None when nothing is left."""
-        words = [f"{t.text}." if t.text in _NAME_ABBREVIATIONS and self.text[t.end : t.end + 1] == "." and k < j - 1 else t.text
+        words = [f"{t.text}." if t.text in NAME_ABBREVIATIONS and self.text[t.end : t.end + 1] == "." and k < j - 1 else t.text
                  for k, t in enumerate(tokens[i:j], start=i)]
         # Leading greetings and function words are not part of a name ("Hey Caroline", "The"), unless a
         # known name starts with them ("New York", "South Africa"; `known_start`).
         while (words and ((w := words[0].lower()) in self.gaz.common_words or w in CONNECTORS or w in GERMAN_POSSESSIVES)
-               and not self.known_start(words, tokens[i - 1].text.lower() if i > 0 else "")):
+               and not self.names.known_start(words, tokens[i - 1].text.lower() if i > 0 else "")):
             words.pop(0)
             i += 1
         while words and (words[-1].lower() in CONNECTORS or words[-1].lower() in self.gaz.common_words):
             words.pop()
         if (len(words) > 1 and sentence_initial(self.text, tokens[i].start)
-                and not any(self.known(words[:k]) for k in range(1, min(len(words), MAX_WORDS) + 1))):
-            if len(words) > 2 and (words[1] == "the" or (words[1] in ("for", "on") and self.name_start(words[2:]))):
+                and not any(self.names.known(words[:k]) for k in range(1, min(len(words), MAX_WORDS) + 1))):
+            if len(words) > 2 and (words[1] == "the" or (words[1] in ("for", "on") and self.names.name_start(words[2:]))):
                 words = words[2:]  # "Visited the Golden Gate Bridge", "Deadline for Project Phoenix" ("Read the Docs" is one name)
                 i += 2
-            elif self.verb_before_name(words):
+            elif self.names.verb_before_name(words):
                 words = words[1:]  # "Visited Paris", "Called Sarah Jones"
                 i += 1
         if not words or len(words) > MAX_WORDS:
@@ -254,7 +248,7 @@ class _Extraction:
         german_pet = len(words) > 1 and words[0].lower() in GERMAN_PET_NOUNS  # "der Hund Bello"
         possessed = i > 0 and tokens[i - 1].text.lower() in GERMAN_POSSESSIVES  # "mein Bruder Thomas" in any text
         if german_pet or ((nouns or possessed) and len(words) > 1 and unaccented(words[-1]) in self.gaz.first_names
-                          and unaccented(words[0]) not in self.gaz.first_names and not self.known(words)):  # but "Los Angeles" is a city
+                          and unaccented(words[0]) not in self.gaz.first_names and not self.names.known(words)):  # but "Los Angeles" is a city
             i += len(words) - 1  # "Bruder Thomas", "Kollegin Anna": a noun before the name
             words = words[-1:]
         return words, i, nouns
@@ -264,7 +258,7 @@ class _Extraction:
         initial = sentence_initial(self.text, tokens[i].start)
         prev = tokens[i - 1].text.lower() if i > 0 else ""
         nxt = tokens[j].text.lower() if j < len(tokens) and self.text[tokens[j - 1].end : tokens[j].start] == " " else ""
-        category = "projects" if nxt in self.gaz.project_cues and not initial else self.classify(words, initial, prev, nouns)
+        category = "projects" if nxt in self.gaz.project_cues and not initial else self.names.classify(words, initial, prev, nouns)
         if category in ("places", "concepts", None) and not initial and self.pet_named(tokens, i):
             return "people"  # "a dog named Bello": Bello is the dog, not the town of that name
         if (category == "concepts" and len(words) == 1 and nxt in PERSON_VERBS and re.fullmatch(r"[A-Z][a-zà-ÿ]+", words[0])
@@ -276,39 +270,6 @@ class _Extraction:
                 and i > 0 and self.after_known(tokens, i)):
             return "concepts"  # "MacBook Pro", "Docker Hub": a product's name, not a person or a town ("Google Paris" is Paris)
         return category
-
-    def known(self, words: list[str], *, minor: bool = True) -> bool:
-        """Whether the lists know these words as one name (a place, a body or a tool, any case); a
-        smaller town's only with `minor`."""
-        g, lowered = self.gaz, " ".join(words).lower()
-        return (lowered in g.major_places or lowered in g.organizations or lowered in g.tools
-                or (minor and lowered in g.minor_places))
-
-    def name_start(self, words: list[str]) -> bool:
-        """Whether these words start with a name: one the lists know, a first name, or a project cue."""
-        first = words[0].lower()
-        return self.known(words) or unaccented(first) in self.gaz.first_names or first in self.gaz.project_cues
-
-    def verb_before_name(self, words: list[str]) -> bool:
-        """A past or a gerund no name list holds, or an imperative ("Email Sarah ..."), before a name the
-        lists know, a first name, or "St." / "Mt." ("Climbed Mt. Everest")."""
-        g, verb = self.gaz, unaccented(words[0])
-        if verb not in IMPERATIVES and (not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names):
-            return False
-        if self.known(words[1:]) or words[1].rstrip(".") in _NAME_ABBREVIATIONS:
-            return True
-        return unaccented(words[1]) in g.first_names and not self.known(words[1:2])
-
-    def known_start(self, words: list[str], prev: str) -> bool:
-        """Whether the span's first two words or more are a name the lists know ("New York", "South
-        Africa"); a smaller town's only after a word of place, as in `classify` ("to Great Yarmouth";
-        "In Salah" is a town too). "The" is never kept: "The Netherlands" is "Netherlands" (one slug
-        with "the Netherlands"), and the lists' towns called "The Valley" or "The Peak" are words."""
-        if words[0].lower() == "the":
-            return False
-        minor = prev in self.gaz.locative_cues
-        # Bounded: a span may be thousands of words.
-        return any(self.known(words[:k], minor=minor) for k in range(min(len(words), MAX_WORDS), 1, -1))
 
     def known_before(self, tokens: list[Token], i: int) -> str | None:
         """The tool or body the known pass took right before the word at `i` ("Docker" before "Hub"), if any."""
@@ -345,69 +306,6 @@ class _Extraction:
             return True  # "Anna studiert ...": no English word ends so, even where the sentence is too short to tell
         lowered = nxt.lower()
         return capitalised(nxt) or lowered in NAME_FOLLOWERS or lowered in FOREIGN_NAME_FOLLOWERS or bool(_THIRD_PERSON.fullmatch(nxt))
-
-    def classify(self, words: list[str], initial: bool, prev: str, nouns: bool = False) -> str | None:
-        """The category of a capitalised span; `nouns`: it stands where nouns are capitalised (German)."""
-        g = self.gaz
-        name = " ".join(words)
-        lowered = name.lower()
-        first, last = unaccented(words[0]), unaccented(words[-1])
-        if "-" in first and all(part in g.first_names for part in first.split("-")):
-            first = first.split("-")[0]  # "Sarah-Jane", "Anna-Lena": a first name of first names
-        n = len(words)
-        if lowered in g.tools:
-            return None if initial and name in g.tools_capitalized else "tools"
-        if lowered in g.organizations:
-            return "organizations"
-        if lowered in g.major_places:
-            return "places"
-        if n >= 2 and (last in g.organization_suffixes or first in g.organization_prefixes or self.place_team(words)):
-            return "organizations"
-        if n >= 2 and (last in g.place_suffixes or first in g.place_prefixes):
-            return "places"
-        if prev in g.project_cues or (n >= 2 and (first in g.project_cues or last in g.project_cues)):
-            return "projects"
-        if lowered in g.minor_places and (prev in g.locative_cues or first not in g.first_names):
-            return "places"
-        if prev in g.locative_cues and unaccented(lowered) in g.unaccented_places:
-            return "places"  # English text drops accents; unaccented, a town's name may be a word or a name
-        if n == 1 and (lowered in NATIONALITIES or lowered in HOLIDAYS):
-            return None if initial else "concepts"  # "French", "Christmas" are census surnames, "German" a first name
-        if first in g.first_names and n <= 4 and all(not w.isupper() or len(w) == 1 for w in words) and "the" not in words:
-            # After an article a capitalised word is a noun, where nouns are capitalised: "im Sommer".
-            return None if nouns and n == 1 and prev in ARTICLES else "people"
-        if initial and n == 1:
-            return None  # sentence case: an unknown first word is just a word
-        if prev in g.tool_cues:
-            return "tools"
-        if n == 1 and _CAMEL.search(name):
-            return "tools"
-        if n == 1 and name.rstrip("+").isupper() and len(name.rstrip("+")) >= 2:
-            return "concepts"
-        if nouns:
-            # Its nouns are capitalised: a word no list knows is a noun ("Koch", "Garten" and "Sommer"
-            # are census surnames), a span of them a name of some kind ("Deutsche Bahn").
-            return None if n == 1 else "concepts"
-        if n == 1 and first in g.last_names:
-            return "concepts" if prev == "the" else "people"  # "the Board", "the Marriott": not a person
-        if (n == 2 and last in g.last_names and not any(w.isupper() for w in words) and first not in TITLE_ARTICLES
-                and not first.endswith("ing")):  # "Burning Man", "Breaking Bad": a gerund is no first name
-            return "people"
-        return "concepts"
-
-    def place_team(self, words: list[str]) -> bool:
-        """A place, then capitalised words ending in a plural: a team or a company ("Denver Broncos",
-        "New York Giants", "Texas Instruments"; read as people, as the cities are first names too).
-        Not a place ("Palm Springs", "Dallas Texas"), nor a first name and a surname ("Austin Powers")."""
-        g, last = self.gaz, words[-1]
-        if not _PLURAL.fullmatch(last) or last.lower() in g.place_suffixes or self.place(last):
-            return False
-        heads = [k for k in range(1, len(words)) if self.place(" ".join(words[:k]))]
-        return bool(heads) and not (heads == [1] and unaccented(words[0]) in g.first_names and unaccented(last) in g.last_names)
-
-    def place(self, name: str) -> bool:
-        """Whether the lists know `name` as a place, a large or a small one (any case)."""
-        return (lowered := name.lower()) in self.gaz.major_places or lowered in self.gaz.minor_places
 
     def result(self) -> dict[str, list[str]]:
         people = set(self.found["people"])
