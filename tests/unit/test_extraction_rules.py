@@ -1,6 +1,6 @@
 """The extractor's edition (`EXTRACTION_RULES`, recorded on every enriched memory) moves with what it
-reads: a change of the rules or the word lists that reads these texts differently must come with a
-new edition, or stored memories would not be counted as enriched by an older one (GET
+reads: a change of the rules that reads these texts differently, or any change of the word lists,
+must come with a new edition, or stored memories would not be counted as enriched by an older one (GET
 /enrichment/status `older_rules`, the start-up warning, `engram reenrich`)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from service.enrichment import cue_words
 from service.enrichment.extractor import EXTRACTION_RULES, extract_entities
 from service.enrichment.gazetteer import load_gazetteer
 
@@ -43,6 +44,22 @@ EDITIONS = {
 }
 
 
+# Edition -> sha256 of the word lists it reads with (the gazetteer as loaded: gazetteer.json,
+# places.json, the `names` package's census lists; and cue_words.py). A sample of texts cannot
+# see every word a list gains or loses; this sees them all. Lists are the same in editions 1 and 2.
+LISTS = {
+    1: "29171f7f5598ad60c7bab6aab0b3556e7e22744674b1a545f7742082466d314e",
+    2: "29171f7f5598ad60c7bab6aab0b3556e7e22744674b1a545f7742082466d314e",
+}
+
+
+def lists_digest() -> str:
+    gaz = load_gazetteer()
+    lists = {name: sorted(getattr(gaz, name)) for name in gaz.__dataclass_fields__}
+    lists.update({f"cue_words.{name}": sorted(v) for name, v in vars(cue_words).items() if isinstance(v, frozenset)})
+    return hashlib.sha256(json.dumps(lists, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
 def answers_digest() -> str:
     gaz = load_gazetteer()
     answers = [extract_entities(text, gaz) for text in SAMPLE]
@@ -57,3 +74,13 @@ def test_a_change_in_what_the_extractor_reads_comes_with_a_new_edition():
         f"(service/enrichment/extractor.py) and record {EXTRACTION_RULES + 1}: {digest!r} in EDITIONS"
     )
     assert digest not in [d for edition, d in EDITIONS.items() if edition != EXTRACTION_RULES], "an edition reads as an older one did"
+
+
+def test_a_change_in_the_word_lists_comes_with_a_new_edition():
+    digest = lists_digest()
+    assert EXTRACTION_RULES == max(LISTS), "record the current edition's lists digest in LISTS"
+    assert digest == LISTS[EXTRACTION_RULES], (
+        f"the word lists differ from edition {EXTRACTION_RULES}'s (gazetteer.json, places.json, the names package, "
+        f"cue_words.py): bump EXTRACTION_RULES (service/enrichment/extractor.py) and record {EXTRACTION_RULES + 1}: "
+        f"{digest!r} in LISTS (and the answers' digest in EDITIONS)"
+    )
