@@ -15,6 +15,7 @@ start-up names the banks with memories of an older one (`warn_older_rules`), and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,9 @@ log = logging.getLogger("engram.reenrich")
 CHUNK = 250
 FAILED_IDS_SHOWN = 10
 BANKS_LISTED = 20  # in the start-up warning
+# `--wait` gives up when no memory was enriched for this long: more than the worker's full scan
+# (a minute, jobs.ScanSchedule), so only a stopped worker (no service, ENRICHMENT_ENABLED=false) trips it.
+STALL_SECONDS = 120.0
 
 
 @dataclass
@@ -90,3 +94,24 @@ def _mark(store: MemoryStore, bank: str, ids: list[str], result: ReenrichResult)
     except EngramError as exc:
         errors = [exc.message] * len(actions)
     result.count(ids, errors)
+
+
+def wait_enriched(store: MemoryStore, bank: str, *, progress: Callable[[int], None] | None = None,
+                  stall: float = STALL_SECONDS, poll: float = 1.0) -> int:
+    """Wait while the service's worker enriches the bank's marked memories (plan.marked_query),
+    reporting each one done to `progress`; returns how many are left: 0, or more when none was
+    enriched for `stall` seconds (no worker is running)."""
+    left = store.count(plan.marked_query(bank))
+    moved = time.monotonic()
+    while left and time.monotonic() - moved < stall:
+        time.sleep(poll)
+        now = store.count(plan.marked_query(bank))
+        if now < left:
+            if progress:
+                progress(left - now)
+            moved = time.monotonic()
+        left = now
+    if left:
+        log.warning("%d memories of bank %s are still to enrich; none was enriched for %.0f s: is the service "
+                    "running, with ENRICHMENT_ENABLED=true?", left, bank, stall)
+    return left

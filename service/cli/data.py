@@ -246,16 +246,18 @@ def reembed_command(
 @reported
 def reenrich_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="at most this many memories, in id order", show_default=False)] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="then wait, with a progress bar, until the service's worker has enriched them "
+                                       "(exit 1 if none is enriched for 2 minutes: no worker running)")] = False,
     bank: BankOpt = None, url: UrlOpt = None, prefix: PrefixOpt = None, no_progress: NoProgressOpt = False, as_json: JsonOpt = False,
 ) -> None:
     """Enrich a bank's memories again, e.g. after an upgrade that reads entities better: each is
     marked as POST /enrichment/reprocess marks its ids, and the service's enrichment worker redoes
     its entities, tags and edges (an idle worker finds them within seconds).
-    GET /enrichment/status counts them down."""
+    GET /enrichment/status counts them down, and so does --wait."""
     from tqdm import tqdm
 
     from service.admin.jobs import connect
-    from service.admin.reenrich import reenrich
+    from service.admin.reenrich import reenrich, wait_enriched
     from service.storage.memories import MemoryStore
 
     settings = settings_from(url, prefix, bank)
@@ -263,7 +265,13 @@ def reenrich_command(
     todo = store.count({"term": {"bank": settings.default_bank}})
     with tqdm(total=min(todo, limit or todo), unit="mem", desc="reenrich", file=sys.stderr, disable=no_progress) as bar:
         body = reenrich(store, settings.default_bank, limit=limit, progress=bar.update).as_dict()
+    done = "the service's worker enriches them (GET /enrichment/status)"
+    if wait:
+        store.refresh_now()
+        with tqdm(total=body["marked"], unit="mem", desc="enriched", file=sys.stderr, disable=no_progress) as bar:
+            body["remaining"] = wait_enriched(store, settings.default_bank, progress=bar.update)
+        done = f"{counted(body['remaining'], 'memory', 'memories')} still to enrich" if body["remaining"] else "all enriched"
     emit(body, as_json, f"marked {counted(body['marked'], 'memory', 'memories')} of bank {body['bank']} for enrichment "
-                        f"({body['failed']:,} failed); the service's worker enriches them (GET /enrichment/status)")
-    if body["failed"]:
+                        f"({body['failed']:,} failed); {done}")
+    if body["failed"] or body.get("remaining"):
         raise typer.Exit(1)

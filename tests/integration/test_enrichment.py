@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from service.admin.reenrich import warn_older_rules
+from service.admin.reenrich import wait_enriched, warn_older_rules
 from service.cli.main import main
 from service.enrichment.extractor import EXTRACTION_RULES
 from service.enrichment.jobs import Job
@@ -170,14 +170,15 @@ def test_restart_resumes_pending_and_never_enriches_twice(make_client):
     second = enriched_api(make_client, index_prefix=prefix)
     settle(second)
     enriched_at = memory(second, done)["enrichment"]["enriched_at"]
-    left = mem(first, "Jon visited Paris with Gina.")  # written while the worker of `second` runs elsewhere
+    second.app.state.enrichment.stop()  # else its idle look (every few seconds) could take `left` first
+    left = mem(first, "Jon visited Paris with Gina.")  # written while no worker runs
     assert "enrichment" not in memory(first, left)
     third = enriched_api(make_client, index_prefix=prefix)  # a fresh process: scans at start-up
     status = settle(third)
     assert memory(third, left)["enrichment"]["status"] == "done"
     assert "entity:places:paris" in memory(third, left)["tags"]
     assert memory(third, done)["enrichment"]["enriched_at"] == enriched_at  # not enriched twice
-    assert status["stats"]["successes"] <= 1  # `left` only (the other worker may have taken it first)
+    assert status["stats"]["successes"] == 1  # `left` only
 
 
 def _manual_worker(api):
@@ -302,6 +303,30 @@ def test_reenrich_command_marks_the_bank_and_the_worker_redoes_it(make_client, c
         assert "entity:organizations:denver-broncos" in m["tags"]
     assert api.app.state.enrichment.status("default")["older_rules"] == 0
     assert api.get(f"/memory/{theirs}", headers={"X-Bank": "b"}).json()["memory"]["enrichment"]["status"] == "done"
+
+
+def test_reenrich_wait_follows_the_worker_until_the_bank_is_enriched(make_client, capsys):
+    api = enriched_api(make_client)
+    ids = [mem(api, f"Met Priya at the Boston Dynamics lab, visit {i}.") for i in range(3)]
+    settle(api)
+    before = {mid: memory(api, mid)["enrichment"]["enriched_at"] for mid in ids}
+    s = api.app.state.settings
+    args = ["reenrich", "--url", s.opensearch_url, "--prefix", s.index_prefix, "--json", "--no-progress", "--wait"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == {"status": "complete", "bank": "default", "marked": 3, "failed": 0, "total": 3, "remaining": 0}
+    for mid in ids:  # returned only once the worker had enriched them again
+        assert memory(api, mid)["enrichment"]["enriched_at"] > before[mid]
+
+
+def test_reenrich_wait_gives_up_when_no_worker_enriches(make_client, caplog):
+    api = make_client()  # enrichment off: nothing takes the marks
+    ids = [mem(api, f"Note {i}") for i in range(2)]
+    store = api.app.state.memories
+    store.refresh_now()
+    done = []
+    with caplog.at_level(logging.WARNING, logger="engram.reenrich"):
+        assert wait_enriched(store, "default", progress=done.append, stall=0.5, poll=0.1) == len(ids)
+    assert done == [] and "is the service running, with ENRICHMENT_ENABLED=true?" in caplog.text
 
 
 def test_reprocess_hostile_inputs(make_client):
