@@ -115,3 +115,8 @@ def wait_enriched(store: MemoryStore, bank: str, *, progress: Callable[[int], No
         log.warning("%d memories of bank %s are still to enrich; none was enriched for %.0f s: is the service "
                     "running, with ENRICHMENT_ENABLED=true?", left, bank, stall)
     return left
+
+
+def stored_states(store: MemoryStore, bank: str) -> dict[str, int]:
+    """The bank's memories by enrichment state, as GET /enrichment/status counts them (`stored`)."""
+    return plan.status_counts(store.search(plan.status_counts_body(bank)))["stored"]

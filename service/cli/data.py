@@ -257,7 +257,7 @@ def reenrich_command(
     from tqdm import tqdm
 
     from service.admin.jobs import connect
-    from service.admin.reenrich import reenrich, wait_enriched
+    from service.admin.reenrich import reenrich, stored_states, wait_enriched
     from service.storage.memories import MemoryStore
 
     settings = settings_from(url, prefix, bank)
@@ -270,7 +270,9 @@ def reenrich_command(
         store.refresh_now()
         with tqdm(total=body["marked"], unit="mem", desc="enriched", file=sys.stderr, disable=no_progress) as bar:
             body["remaining"] = wait_enriched(store, settings.default_bank, progress=bar.update)
+        body["stored"] = stored_states(store, settings.default_bank)
         done = f"{counted(body['remaining'], 'memory', 'memories')} still to enrich" if body["remaining"] else "all enriched"
+        done += f" (the bank's memories: {body['stored']['done']:,} done, {body['stored']['failed']:,} failed)"
     emit(body, as_json, f"marked {counted(body['marked'], 'memory', 'memories')} of bank {body['bank']} for enrichment "
                         f"({body['failed']:,} failed); {done}")
     if body["failed"] or body.get("remaining"):

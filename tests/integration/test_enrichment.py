@@ -313,7 +313,8 @@ def test_reenrich_wait_follows_the_worker_until_the_bank_is_enriched(make_client
     s = api.app.state.settings
     args = ["reenrich", "--url", s.opensearch_url, "--prefix", s.index_prefix, "--json", "--no-progress", "--wait"]
     assert main(args) == 0
-    assert json.loads(capsys.readouterr().out) == {"status": "complete", "bank": "default", "marked": 3, "failed": 0, "total": 3, "remaining": 0}
+    assert json.loads(capsys.readouterr().out) == {"status": "complete", "bank": "default", "marked": 3, "failed": 0, "total": 3, "remaining": 0,
+                                                   "stored": {"pending": 0, "done": 3, "failed": 0}}
     for mid in ids:  # returned only once the worker had enriched them again
         assert memory(api, mid)["enrichment"]["enriched_at"] > before[mid]
 
