@@ -89,6 +89,12 @@ IMPERATIVES = frozenset({
     "email", "e-mail", "call", "phone", "text", "ping", "message", "ask", "tell", "remind", "invite", "thank", "meet",
     "visit", "contact", "congratulate", "pay", "book", "schedule", "follow",
 })
+# Irregular pasts that open a terse note before whom or where ("Met Sarah at ...", "Told Anna ...",
+# "Left Boston"): the -ed / -ing rule cannot see them, and some are census surnames ("Gave", "Heard").
+IRREGULAR_PASTS = frozenset({
+    "met", "saw", "told", "gave", "sent", "left", "brought", "taught", "paid", "wrote", "drove", "bought", "found",
+    "heard", "caught",
+})
 # What only people do: an unknown capitalised word before one of these is a person ("Then Thandiwe
 # asked ..."). Not "is" or "uses": "Zed is fast" is an editor.
 PERSON_VERBS = frozenset({

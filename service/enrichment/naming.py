@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from service.enrichment.cue_words import ARTICLES, HOLIDAYS, IMPERATIVES, NATIONALITIES, TITLE_ARTICLES
+from service.enrichment.cue_words import ARTICLES, HOLIDAYS, IMPERATIVES, IRREGULAR_PASTS, NATIONALITIES, TITLE_ARTICLES
 from service.enrichment.gazetteer import Gazetteer
 from service.memory.tags import unaccented
 
@@ -103,10 +103,11 @@ class Naming:
         return self.known(words) or unaccented(first) in self.gaz.first_names or first in self.gaz.project_cues
 
     def verb_before_name(self, words: list[str]) -> bool:
-        """A past or a gerund no name list holds, or an imperative ("Email Sarah ..."), before a name the
-        lists know, a first name, or "St." / "Mt." ("Climbed Mt. Everest")."""
+        """A past or a gerund no name list holds, an irregular past ("Met Sarah"), or an imperative
+        ("Email Sarah ..."), before a name the lists know, a first name, or "St." / "Mt." ("Climbed Mt. Everest")."""
         g, verb = self.gaz, unaccented(words[0])
-        if verb not in IMPERATIVES and (not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names):
+        if (verb not in IMPERATIVES and verb not in IRREGULAR_PASTS
+                and (not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names)):
             return False
         if self.known(words[1:]) or words[1].rstrip(".") in NAME_ABBREVIATIONS:
             return True

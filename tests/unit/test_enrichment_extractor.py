@@ -399,6 +399,20 @@ def test_an_imperative_that_starts_a_note_is_not_part_of_the_name_after_it():
     assert extract_entities("Visit Paris in May.", gaz) == {"places": ["Paris"]}
 
 
+@pytest.mark.parametrize("text, expected", [
+    # Terse notes open with an irregular past, which no -ed / -ing rule sees: they were "Met Sarah",
+    # "Told Anna" (people), "Met Priya" (a concept) and "Left Boston" (a person).
+    ("Met Sarah at the conference.", {"people": ["Sarah"]}),
+    ("Met Priya at the Boston Dynamics lab.", {"people": ["Priya"], "organizations": ["Boston Dynamics"]}),
+    ("Told Anna about the move.", {"people": ["Anna"]}),
+    ("Saw Tom and Maria yesterday.", {"people": ["Maria", "Tom"]}),
+    ("Left Boston for good.", {"places": ["Boston"]}),
+    ("Sent Maria the slides.", {"people": ["Maria"]}),
+])
+def test_an_irregular_past_that_opens_a_note_is_not_part_of_the_name_after_it(text, expected):
+    assert extract_entities(text, load_gazetteer()) == expected
+
+
 def test_a_name_no_list_knows_is_a_person_before_a_verb_only_people_do():
     gaz = load_gazetteer()
     assert extract_entities("Then Thandiwe asked about the budget.", gaz) == {"people": ["Thandiwe"]}
