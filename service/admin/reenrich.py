@@ -32,8 +32,9 @@ log = logging.getLogger("engram.reenrich")
 CHUNK = 250
 FAILED_IDS_SHOWN = 10
 BANKS_LISTED = 20  # in the start-up warning
-# `--wait` gives up when no memory was enriched for this long: more than the worker's full scan
-# (a minute, jobs.ScanSchedule), so only a stopped worker (no service, ENRICHMENT_ENABLED=false) trips it.
+# `--wait` gives up when no memory was enriched for this long: far more than the worker's looks
+# (every few seconds, jobs.ScanSchedule) and a batch, so only a stopped worker (no service,
+# ENRICHMENT_ENABLED=false) trips it.
 STALL_SECONDS = 120.0
 
 
@@ -98,14 +99,14 @@ def _mark(store: MemoryStore, bank: str, ids: list[str], result: ReenrichResult)
 
 def wait_enriched(store: MemoryStore, bank: str, *, progress: Callable[[int], None] | None = None,
                   stall: float = STALL_SECONDS, poll: float = 1.0) -> int:
-    """Wait while the service's worker enriches the bank's marked memories (plan.marked_query),
+    """Wait while the service's worker enriches the bank's marked memories (plan.pending_query),
     reporting each one done to `progress`; returns how many are left: 0, or more when none was
     enriched for `stall` seconds (no worker is running)."""
-    left = store.count(plan.marked_query(bank))
+    left = store.count(plan.pending_query(bank))
     moved = time.monotonic()
     while left and time.monotonic() - moved < stall:
         time.sleep(poll)
-        now = store.count(plan.marked_query(bank))
+        now = store.count(plan.pending_query(bank))
         if now < left:
             if progress:
                 progress(left - now)

@@ -135,23 +135,24 @@ class JobQueue:
 
 @dataclass
 class ScanSchedule:
-    """When an idle worker looks in the engine for pending memories. The bulk importer, `engram
-    reenrich` and other service replicas write memories this process was never told about. The full
-    scan (plan.pending_query) also finds memories PATCHed since their run, with a script over every
-    enriched memory, so it runs when a backlog may exist or once a minute; the quick one
-    (plan.marked_query: never enriched or marked pending, term lookups only) every few seconds."""
-    full_every: float = 60.0
-    quick_every: float = 5.0
-    last_full: float = float("-inf")
-    last_quick: float = float("-inf")
+    """When an idle worker looks in the engine for pending memories: every few seconds, and at once
+    while a backlog may exist (the bulk importer, `engram reenrich`, other service replicas write
+    memories this process was never told about). A process's first scans are full
+    (plan.start_query: a script over every enriched memory finds edits no mark records), until one
+    comes back short of what it asked for; every later scan is quick (plan.pending_query: term
+    lookups only), as every edit of an enrichment input now marks its memory pending in the same write."""
+    every: float = 5.0
+    last: float = float("-inf")
+    caught_up: bool = False
 
     def due(self, now: float, *, backlog: bool) -> str | None:
         """"full", "quick" or None, for an idle worker at monotonic time `now`."""
-        if backlog or now - self.last_full >= self.full_every:
-            return "full"
-        return "quick" if now - self.last_quick >= self.quick_every else None
+        if not backlog and now - self.last < self.every:
+            return None
+        return "quick" if self.caught_up else "full"
 
-    def ran(self, now: float, *, quick: bool) -> None:
-        self.last_quick = now
-        if not quick:
-            self.last_full = now
+    def ran(self, now: float, *, quick: bool, short: bool) -> None:
+        """A scan ran at `now`; `short`: it found fewer memories than it had room for."""
+        self.last = now
+        if not quick and short:
+            self.caught_up = True

@@ -23,7 +23,7 @@ SIMILAR_TO = "SIMILAR_TO"
 PRECEDED_BY = "PRECEDED_BY"
 # A scope key longer than this is cut: it is a keyword, and ids that long are not thread ids.
 MAX_SCOPE = MAX_KEY
-STATUS_PENDING, STATUS_DONE, STATUS_FAILED = "pending", "done", "failed"
+STATUS_PENDING, STATUS_DONE, STATUS_FAILED = codec.ENRICHMENT_PENDING, codec.ENRICHMENT_DONE, codec.ENRICHMENT_FAILED
 
 
 def caller_tags(tags: Iterable[str], enrichment: Mapping[str, Any] | None) -> list[str]:
@@ -150,32 +150,29 @@ def bank_filter(bank: str | None) -> list[dict]:
     return [] if bank is None else [{"term": {"bank": bank}}]
 
 
-def _marked() -> list[dict]:
-    """Never enriched, or marked pending (reprocess, retry): term lookups, cheap at any size."""
-    return [{"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
-            {"term": {"enrichment.status": STATUS_PENDING}}]
-
-
-def marked_query(bank: str | None) -> dict:
-    """Memories never enriched or marked pending: what an idle worker looks for every few seconds
-    (an import, `engram reenrich`, another replica wrote them), without pending_query's script."""
-    return {"bool": {"filter": bank_filter(bank), "should": _marked(), "minimum_should_match": 1}}
-
-
 def pending_query(bank: str | None) -> dict:
-    """Memories still to enrich (of one bank, or of every bank with None): never enriched, marked
-    pending (reprocess, retry), or changed since their run (updated_at moved on: a PATCH whose
-    enqueue a restart lost)."""
-    changed = {
-        "script": {"script": {"lang": "painless", "source": (
-            "if (doc['updated_at'].size() == 0) { return false; } "
-            "if (doc['enrichment.source_updated_at'].size() == 0) { return true; } "
-            "return doc['updated_at'].value.toInstant().toEpochMilli() != doc['enrichment.source_updated_at'].value.toInstant().toEpochMilli();"
-        )}}
-    }
+    """Memories still to enrich (of one bank, or of every bank with None): never enriched, or marked
+    pending (a PATCH of their inputs, reprocess, `engram reenrich`, a retry). Term lookups only,
+    cheap at any size: the idle worker runs it every few seconds."""
     return {"bool": {"filter": bank_filter(bank), "should": [
-        *_marked(), {"bool": {"filter": [{"term": {"enrichment.status": STATUS_DONE}}, changed]}},
+        {"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
+        {"term": {"enrichment.status": STATUS_PENDING}},
     ], "minimum_should_match": 1}}
+
+
+def start_query(bank: str | None) -> dict:
+    """What a worker's first scans look for: pending_query's memories, and enriched ones edited since
+    their run that no mark says so — stores written before an edit marked its memory, and PATCHes of
+    other fields (importance, ...) whose record of being seen (worker._note_seen) a restart lost. A
+    script over every enriched memory: run until caught up, then pending_query alone (jobs.ScanSchedule)."""
+    edited = {"script": {"script": {"lang": "painless", "source": (
+        "if (doc['updated_at'].size() == 0) { return false; } "
+        "if (doc['enrichment.source_updated_at'].size() == 0) { return true; } "
+        "return doc['updated_at'].value.toInstant().toEpochMilli() != doc['enrichment.source_updated_at'].value.toInstant().toEpochMilli();"
+    )}}}
+    query = pending_query(bank)
+    query["bool"]["should"].append({"bool": {"filter": [{"term": {"enrichment.status": STATUS_DONE}}, edited]}})
+    return query
 
 
 def read_body(bank: str | None, ids: Sequence[str], vector_script: str) -> dict:

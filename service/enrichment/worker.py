@@ -134,20 +134,21 @@ class EnrichmentWorker:
 
     def scan(self, *, quick: bool = False) -> int:
         """Queue pending memories from the engine, oldest first, as many as the queue has room for
-        (`quick`: only those never enriched or marked pending, plan.marked_query)."""
-        self.looks.ran(time.monotonic(), quick=quick)
+        (`quick`: plan.pending_query, else plan.start_query; see jobs.ScanSchedule)."""
         room = min(SCAN_MAX, self.jobs.room())
         if room <= 0:
+            self.looks.ran(time.monotonic(), quick=True, short=False)
             return 0
-        query = plan.marked_query(None) if quick else plan.pending_query(None)
+        query = plan.pending_query(None) if quick else plan.start_query(None)
         body = {"size": room, "_source": False, "query": query, "sort": [{"timestamp": "asc"}, {"id": "asc"}]}
         hits = self.memories.search(body)["hits"]["hits"]
         self.jobs.backlog = len(hits) >= room
+        self.looks.ran(time.monotonic(), quick=quick, short=not self.jobs.backlog)
         return self.enqueue(self.jobs.unknown(h["_id"] for h in hits))
 
     def _take(self) -> list[Job]:
         """The next batch; when none comes, a scan for pending memories when one is due
-        (ScanSchedule: a backlog, or a while has passed), and []."""
+        (ScanSchedule: a backlog, or a few seconds have passed), and []."""
         jobs = self.jobs.take(self.settings.enrichment_batch_size, self.settings.enrichment_idle_sleep_seconds)
         due = None if jobs or self._stop.is_set() else self.looks.due(time.monotonic(), backlog=self.jobs.backlog)
         if due is not None:

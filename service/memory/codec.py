@@ -163,6 +163,23 @@ def caller_tags(source: Mapping[str, Any]) -> list[str]:
     return without_derived(source.get("tags") or [], enrichment if isinstance(enrichment, dict) else None)
 
 
+# The stored enrichment states (service/enrichment writes them). "pending" is a mark: the worker's
+# look every few seconds finds it, in this process or any other, after any restart.
+ENRICHMENT_PENDING, ENRICHMENT_DONE, ENRICHMENT_FAILED = "pending", "done", "failed"
+# What an enrichment run reads (service/enrichment/plan.py input_hash, derived fields): a write that
+# changes one of these leaves the memory's entities and edges stale.
+ENRICHMENT_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
+
+
+def marked_for_enrichment(source: Mapping[str, Any], changed: Iterable[str]) -> dict[str, Any] | None:
+    """The `enrichment` record to write with a change of an enriched memory's inputs: marked pending
+    in the same write, so no restart can lose it (None: nothing to mark)."""
+    enrichment = source.get("enrichment")
+    if not isinstance(enrichment, dict) or not enrichment.get("status") or ENRICHMENT_INPUTS.isdisjoint(changed):
+        return None
+    return {**enrichment, "status": ENRICHMENT_PENDING}
+
+
 # --- portable records (export lines, backup nodes) ----------------------------------------------------
 def portable(source: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a stored memory that an export line or a backup node carries (no empty values)."""

@@ -231,6 +231,50 @@ def test_other_concurrent_writes_are_kept_and_the_run_replanned(make_client, mon
     assert api.app.state.memories.vectors("default", [mid])[mid][0] is not None  # the vector survived the rewrite
 
 
+@pytest.mark.parametrize("edit, marked", [
+    ({"content": "Bob moved to Madrid."}, True),
+    ({"tags": ["travel"]}, True),
+    ({"metadata": {"session_id": "s2"}}, True),
+    ({"timestamp": "2024-05-01T00:00:00Z"}, True),
+    ({"importance": 0.9}, False),  # not a thing enrichment reads
+    ({"pinned": True}, False),
+])
+def test_an_edit_of_what_enrichment_reads_marks_the_memory_pending_in_the_same_write(make_client, edit, marked):
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    api = make_client(index_prefix=prefix)  # no background threads: the test drives the worker
+    worker = _manual_worker(api)
+    mid = mem(api, "Alice flew to Tokyo.")
+    worker.process([Job(mid)])
+    assert api.patch(f"/memory/{mid}", json=edit).status_code == 200
+    m = memory(api, mid)
+    assert m["enrichment"]["status"] == ("pending" if marked else "done")
+    assert "entity:places:tokyo" in m["tags"] or "tags" in edit  # the derived fields stay until the run
+    # A fresh process (the first one's queue lost, as by a restart): its quick look finds the mark alone.
+    fresh = _manual_worker(make_client(index_prefix=prefix))
+    assert fresh.scan(quick=True) == int(marked)
+
+
+def test_edits_a_store_holds_no_mark_for_are_found_by_the_first_full_scans(make_client):
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    api = make_client(index_prefix=prefix)
+    worker = _manual_worker(api)
+    mid = mem(api, "Alice flew to Tokyo.")
+    worker.process([Job(mid)])
+    assert api.patch(f"/memory/{mid}", json={"content": "Bob moved to Madrid."}).status_code == 200
+    store = api.app.state.memories
+    # As an earlier release left an edit whose enqueue a restart lost: enriched, updated_at past the run.
+    assert store.bulk("default", [{"_op_type": "update", "_index": store.alias, "_id": mid, "doc": {"enrichment": {"status": "done"}}}],
+                      "unmark", refresh="true") == [None]
+    fresh = _manual_worker(make_client(index_prefix=prefix))
+    assert fresh.scan(quick=True) == 0
+    assert fresh.looks.due(time.monotonic(), backlog=True) == "full"
+    assert fresh.scan() == 1 and fresh.looks.caught_up  # found, and the scan came back short: quick ones from now on
+    fresh.process(fresh._take())
+    m = memory(api, mid)
+    assert m["enrichment"]["status"] == "done" and {"entity:people:bob", "entity:places:madrid"} <= set(m["tags"])
+    assert "entity:places:tokyo" not in m["tags"]
+
+
 def test_status_shape_and_auth(make_client):
     api = enriched_api(make_client)
     mem(api, "Caroline went to a LGBTQ support group.")

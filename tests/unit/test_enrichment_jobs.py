@@ -87,22 +87,28 @@ def test_a_retry_waiting_out_its_backoff_is_not_idle():
     assert jobs.idle()
 
 
-@pytest.mark.parametrize("now, backlog, last_full, last_quick, due", [
-    (0.0, False, float("-inf"), float("-inf"), "full"),  # never looked
-    (10.0, True, 9.0, 9.0, "full"),  # a backlog may exist: at once
-    (70.0, False, 9.0, 68.0, "full"),  # a minute since the full scan
-    (20.0, False, 9.0, 14.0, "quick"),  # 5 s since any look
-    (12.0, False, 9.0, 9.0, None),
-    (18.0, False, 9.0, 14.0, None),
+@pytest.mark.parametrize("now, backlog, last, caught_up, due", [
+    (0.0, False, float("-inf"), False, "full"),  # never looked
+    (10.0, True, 9.0, False, "full"),  # a backlog may exist: at once
+    (10.0, True, 9.0, True, "quick"),
+    (14.0, False, 9.0, False, "full"),  # 5 s since the last look, not caught up yet
+    (14.0, False, 9.0, True, "quick"),
+    (70.0, False, 9.0, True, "quick"),  # caught up: never full again
+    (12.0, False, 9.0, False, None),
+    (13.9, False, 9.0, True, None),
 ])
-def test_an_idle_worker_scans_fully_each_minute_and_quickly_every_few_seconds(now, backlog, last_full, last_quick, due):
-    looks = ScanSchedule(last_full=last_full, last_quick=last_quick)
+def test_an_idle_worker_looks_every_few_seconds_fully_until_caught_up(now, backlog, last, caught_up, due):
+    looks = ScanSchedule(last=last, caught_up=caught_up)
     assert looks.due(now, backlog=backlog) == due
 
 
-def test_a_full_scan_counts_as_a_quick_one_and_not_the_reverse():
+@pytest.mark.parametrize("quick, short, caught_up", [
+    (False, True, True),  # a full scan that found less than it had room for: nothing unmarked is left
+    (False, False, False),  # a full page: more may wait
+    (True, True, False),  # a quick scan cannot see unmarked edits
+])
+def test_only_a_short_full_scan_catches_up(quick, short, caught_up):
     looks = ScanSchedule()
-    looks.ran(100.0, quick=True)
-    assert looks.due(101.0, backlog=False) == "full"
-    looks.ran(101.0, quick=False)
-    assert looks.due(102.0, backlog=False) is None and looks.due(106.0, backlog=False) == "quick"
+    looks.ran(100.0, quick=quick, short=short)
+    assert looks.caught_up is caught_up and looks.last == 100.0
+    assert looks.due(104.0, backlog=False) is None and looks.due(105.0, backlog=False) == ("quick" if caught_up else "full")

@@ -165,23 +165,23 @@ def test_stale_edges_query_dsl():
     ], "minimum_should_match": 1}}
 
 
-def test_pending_query_covers_new_marked_and_changed_memories():
-    q = plan.pending_query("default")
+@pytest.mark.parametrize("bank", ["default", None])
+def test_pending_query_is_never_enriched_or_marked_pending_with_no_script(bank):
+    # The idle worker's look every few seconds, GET /enrichment/status, `engram reenrich --wait`: term lookups only.
+    q = plan.pending_query(bank)
+    assert q == {"bool": {"filter": [] if bank is None else [{"term": {"bank": bank}}], "should": [
+        {"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}},
+        {"term": {"enrichment.status": "pending"}},
+    ], "minimum_should_match": 1}}
+    assert "script" not in json.dumps(q)
+
+
+def test_start_query_also_finds_enriched_memories_edited_since_their_run():
+    q, pending = plan.start_query(None), plan.pending_query(None)
     should = q["bool"]["should"]
-    assert q["bool"]["filter"] == [{"term": {"bank": "default"}}] and q["bool"]["minimum_should_match"] == 1
-    assert should[0] == {"bool": {"must_not": [{"exists": {"field": "enrichment.status"}}]}}
-    assert should[1] == {"term": {"enrichment.status": "pending"}}
+    assert q["bool"]["filter"] == [] and q["bool"]["minimum_should_match"] == 1 and should[:2] == pending["bool"]["should"]
     assert should[2]["bool"]["filter"][0] == {"term": {"enrichment.status": "done"}}
     assert "enrichment.source_updated_at" in should[2]["bool"]["filter"][1]["script"]["script"]["source"]
-
-
-@pytest.mark.parametrize("bank", ["default", None])
-def test_marked_query_is_pending_query_without_its_script(bank):
-    # The idle worker's quick scan: term lookups only, so it can run every few seconds at any size.
-    q, full = plan.marked_query(bank), plan.pending_query(bank)
-    assert q["bool"]["filter"] == full["bool"]["filter"] == ([] if bank is None else [{"term": {"bank": bank}}])
-    assert q["bool"]["should"] == full["bool"]["should"][:2] and q["bool"]["minimum_should_match"] == 1
-    assert "script" not in json.dumps(q)
 
 
 @pytest.mark.parametrize("bank, filters", [

@@ -107,3 +107,16 @@ def test_remap_ids_rewrites_every_memory_id_a_record_holds():
 ])
 def test_lone_surrogate(value, expected):
     assert codec.lone_surrogate(value, "m") == expected
+
+
+@pytest.mark.parametrize("source, changed, mark", [
+    ({"enrichment": {"status": "done", "rules": 3}}, {"content", "updated_at"}, {"status": "pending", "rules": 3}),
+    ({"enrichment": {"status": "failed", "attempts": 3}}, {"tags"}, {"status": "pending", "attempts": 3}),  # new inputs, a new try
+    ({"enrichment": {"status": "pending", "forced": True}}, {"metadata"}, {"status": "pending", "forced": True}),
+    ({"enrichment": {"status": "done"}}, {"timestamp"}, {"status": "pending"}),
+    ({"enrichment": {"status": "done"}}, {"importance", "pinned", "updated_at"}, None),  # nothing enrichment reads
+    ({}, {"content"}, None),  # never enriched: pending already, by having no status
+    ({"enrichment": "garbage"}, {"content"}, None),
+])
+def test_an_edit_of_enrichment_inputs_marks_the_memory_pending(source, changed, mark):
+    assert codec.marked_for_enrichment(source, changed) == mark
