@@ -99,14 +99,15 @@ def _mark(store: MemoryStore, bank: str, ids: list[str], result: ReenrichResult)
 
 def wait_enriched(store: MemoryStore, bank: str, *, progress: Callable[[int], None] | None = None,
                   stall: float = STALL_SECONDS, poll: float = 1.0) -> int:
-    """Wait while the service's worker enriches the bank's marked memories (plan.pending_query),
-    reporting each one done to `progress`; returns how many are left: 0, or more when none was
-    enriched for `stall` seconds (no worker is running)."""
-    left = store.count(plan.pending_query(bank))
+    """Wait while the service's worker enriches the bank's marked memories (plan.marked_query: not
+    those written since, so a bank that takes writes all along is waited for too), reporting each
+    one done to `progress`; returns how many are left: 0, or more when none was enriched for `stall`
+    seconds (no worker is running)."""
+    left = store.count(plan.marked_query(bank))
     moved = time.monotonic()
     while left and time.monotonic() - moved < stall:
         time.sleep(poll)
-        now = store.count(plan.pending_query(bank))
+        now = store.count(plan.marked_query(bank))
         if now < left:
             if progress:
                 progress(left - now)

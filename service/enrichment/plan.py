@@ -160,6 +160,12 @@ def pending_query(bank: str | None) -> dict:
     ], "minimum_should_match": 1}}
 
 
+def marked_query(bank: str) -> dict:
+    """The bank's memories marked pending (`engram reenrich --wait` counts them down): not those never
+    enriched, which memories written since the marking are."""
+    return {"bool": {"filter": [*bank_filter(bank), {"term": {"enrichment.status": STATUS_PENDING}}]}}
+
+
 def start_query(bank: str | None) -> dict:
     """What a worker's first scans look for: pending_query's memories, and enriched ones edited since
     their run that no mark says so — stores written before an edit marked its memory, and PATCHes of

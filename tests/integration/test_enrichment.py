@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from service.admin.reenrich import wait_enriched, warn_older_rules
+from service.admin.reenrich import reenrich, wait_enriched, warn_older_rules
 from service.cli.main import main
 from service.enrichment.extractor import EXTRACTION_RULES
 from service.enrichment.jobs import Job
@@ -367,6 +367,8 @@ def test_reenrich_wait_gives_up_when_no_worker_enriches(make_client, caplog):
     api = make_client()  # enrichment off: nothing takes the marks
     ids = [mem(api, f"Note {i}") for i in range(2)]
     store = api.app.state.memories
+    assert reenrich(store, "default").processed == len(ids)
+    mem(api, "Written after the marking")  # pending too (never enriched), but not the wait's to count
     store.refresh_now()
     done = []
     with caplog.at_level(logging.WARNING, logger="engram.reenrich"):

@@ -176,6 +176,10 @@ def test_pending_query_is_never_enriched_or_marked_pending_with_no_script(bank):
     assert "script" not in json.dumps(q)
 
 
+def test_marked_query_is_the_banks_memories_marked_pending_only():
+    assert plan.marked_query("b") == {"bool": {"filter": [{"term": {"bank": "b"}}, {"term": {"enrichment.status": "pending"}}]}}
+
+
 def test_start_query_also_finds_enriched_memories_edited_since_their_run():
     q, pending = plan.start_query(None), plan.pending_query(None)
     should = q["bool"]["should"]
