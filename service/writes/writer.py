@@ -428,7 +428,7 @@ def patch_changes(
         changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
         changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),
     )
-    mark = marked_for_enrichment(current, changes)
+    mark = marked_for_enrichment(current, [k for k, v in changes.items() if current.get(k) != v])
     if mark is not None:
         changes["enrichment"] = mark
     changes["updated_at"] = updated_at

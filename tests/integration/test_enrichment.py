@@ -236,6 +236,7 @@ def test_other_concurrent_writes_are_kept_and_the_run_replanned(make_client, mon
     ({"tags": ["travel"]}, True),
     ({"metadata": {"session_id": "s2"}}, True),
     ({"timestamp": "2024-05-01T00:00:00Z"}, True),
+    ({"content": "Alice flew to Tokyo."}, False),  # the same content: nothing to do again
     ({"importance": 0.9}, False),  # not a thing enrichment reads
     ({"pinned": True}, False),
 ])
