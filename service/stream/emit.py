@@ -15,14 +15,11 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from service.memory.codec import ENRICHMENT_INPUTS
 from service.stream import payloads as P
 from service.stream.bus import EventBus
 
 log = logging.getLogger("engram.api")
-
-
-# PATCHed fields that change what enrichment derives (entities, neighbours, thread order).
-ENRICHED_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
 
 
 class Emitter:
@@ -68,7 +65,7 @@ class Emitter:
         fields = sorted(req.model_dump(exclude_unset=True)) if hasattr(req, "model_dump") else []
         log.info("memory_updated", extra={"memory_id": memory_id, "fields": fields, "latency_ms": P.ms(self.elapsed()), "storage_status": "updated"})
         self.publish("memory.update", P.update_event(memory_id, memory, fields))
-        if ENRICHED_INPUTS.intersection(fields):
+        if not ENRICHMENT_INPUTS.isdisjoint(fields):  # the write marked it too (codec.marked_for_enrichment): this is the fast path
             self.enrich([memory_id])
 
     def deleted(self, memory_id: str) -> None:
