@@ -3,7 +3,8 @@
 The engine is, in order of preference:
   ENGRAM_TEST_OPENSEARCH_URL      an engine you already run (never your data: tests use their own INDEX_PREFIX);
   ENGRAM_TEST_ENGINE=docker       testcontainers' OpenSearch container, pinned to the compose.yaml image;
-  otherwise                       the local node from Maven Central artifacts (service.engine.local_node), name "test".
+  otherwise                       the local node from Maven Central artifacts (service.engine.local_node), name "test",
+                                  shared with other sessions on the machine (service.engine.node_lease).
 
 Apps: creating one makes its indices and templates (~1 s of cluster-state updates on a busy machine),
 so a module's tests share one app per distinct settings (`shared_client`, and `api`, its default) and
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from service.engine.node_lease import NodeLease
 
 COMPOSE_IMAGE = "opensearchproject/opensearch:2.19.1"
 TOKEN = "test-token"
@@ -50,22 +53,19 @@ def _local_node():
 
 
 def pytest_sessionstart(session):
-    # The main process (not an xdist worker) owns the local node: it stops it at the end when the
-    # session found it stopped, after every worker is done with it.
-    if not hasattr(session.config, "workerinput"):
-        node = _local_node()
-        session.config.stash[_NODE_WAS_RUNNING] = node is None or node.running()
+    # The main process (not an xdist worker) holds a lease on the local node for the session: the last
+    # session on this machine to finish stops the node when one of them found it stopped, after every
+    # worker is done with it (a second session, started meanwhile, keeps it up till it is done too).
+    if not hasattr(session.config, "workerinput") and (node := _local_node()) is not None:
+        session.config.stash[_NODE_LEASE] = NodeLease(node)
 
 
 def pytest_sessionfinish(session):
-    if hasattr(session.config, "workerinput") or os.environ.get("ENGRAM_TEST_KEEP_ENGINE"):
-        return
-    node = _local_node()
-    if node is not None and not session.config.stash.get(_NODE_WAS_RUNNING, True):
-        node.stop()
+    if (lease := session.config.stash.get(_NODE_LEASE, None)) is not None:
+        lease.release(keep=bool(os.environ.get("ENGRAM_TEST_KEEP_ENGINE")))
 
 
-_NODE_WAS_RUNNING = pytest.StashKey[bool]()
+_NODE_LEASE = pytest.StashKey[NodeLease]()
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,7 @@ def _in_process() -> Iterator[tuple[str, str]]:
                     "set ENGRAM_URL (and a token) to test against a running service")
     from opensearchpy import OpenSearch
 
-    node = container = None
+    lease = container = None
     engine = os.environ.get("ENGRAM_TEST_OPENSEARCH_URL")
     if not engine and os.environ.get("ENGRAM_TEST_ENGINE") == "docker":  # as tests/conftest.py
         from testcontainers.opensearch import OpenSearchContainer
@@ -70,10 +70,12 @@ def _in_process() -> Iterator[tuple[str, str]]:
         engine = f"http://{cfg['host']}:{cfg['port']}"
     if not engine:
         from service.engine.local_node import LocalNode
+        from service.engine.node_lease import NodeLease
 
-        node = LocalNode("test", heap=os.environ.get("ENGRAM_TEST_HEAP", "2g"))
-        was_running = node.running()
-        engine = node.start()
+        # The node of tests/conftest.py: the last of its users (this run, a `make test` session, its
+        # xdist workers) stops it when one of them found it stopped.
+        lease = NodeLease(LocalNode("test", heap=os.environ.get("ENGRAM_TEST_HEAP", "2g")))
+        engine = lease.node.start()
     prefix = f"lg{uuid.uuid4().hex[:10]}"
     # The service's defaults (enrichment and its background writes included: the store must live with
     # them), except that writes are searchable at once.
@@ -85,10 +87,8 @@ def _in_process() -> Iterator[tuple[str, str]]:
     finally:
         drop_prefix(client, prefix)
         client.close()
-        # Under xdist the main process stops the shared node when every worker is done (tests/conftest.py).
-        alone = not os.environ.get("PYTEST_XDIST_WORKER")
-        if node is not None and alone and not was_running and not os.environ.get("ENGRAM_TEST_KEEP_ENGINE"):
-            node.stop()
+        if lease is not None:
+            lease.release(keep=bool(os.environ.get("ENGRAM_TEST_KEEP_ENGINE")))
         if container is not None:
             container.stop()
 
