@@ -314,11 +314,12 @@ class LocalNode:
         return True
 
     def wipe(self) -> None:
-        """Stop the node and delete its folder and its launch lock (nodes named per test run would
-        otherwise leave a lock file each behind)."""
+        """Stop the node and delete its folder and the files beside it: its launch lock and its users'
+        lease files (nodes named per test run would otherwise leave a few files each behind)."""
         self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.with_name(f"{self.name}.lock").unlink(missing_ok=True)
+        for sibling in self.folder.parent.glob(f"{self.name}.*"):
+            sibling.unlink(missing_ok=True)
 
 
 # OpenSearch's own default HTTP port: a local node takes it when it is free.
