@@ -104,14 +104,19 @@ class Naming:
 
     def verb_before_name(self, words: list[str]) -> bool:
         """A past or a gerund no name list holds, an irregular past ("Met Sarah"), or an imperative
-        ("Email Sarah ..."), before a name the lists know, a first name, or "St." / "Mt." ("Climbed Mt. Everest")."""
+        ("Email Sarah ..."), before a name the lists know, a first name, or "St." / "Mt." ("Climbed Mt.
+        Everest"); a past or an imperative before a lone surname too."""
         g, verb = self.gaz, unaccented(words[0])
         if (verb not in IMPERATIVES and verb not in IRREGULAR_PASTS
                 and (not _SENTENCE_VERB.fullmatch(words[0]) or verb in g.first_names or verb in g.last_names)):
             return False
         if self.known(words[1:]) or words[1].rstrip(".") in NAME_ABBREVIATIONS:
             return True
-        return unaccented(words[1]) in g.first_names and not self.known(words[1:2])
+        if unaccented(words[1]) in g.first_names and not self.known(words[1:2]):
+            return True
+        # A lone surname after a past or an imperative ("Called Jones", "Email Jones"); `classify`
+        # names the two words a person anyway. Not after a gerund: "Breaking Bad" is a title.
+        return len(words) == 2 and not verb.endswith("ing") and unaccented(words[1]) in g.last_names and not words[1].isupper()
 
     def known_start(self, words: list[str], prev: str) -> bool:
         """Whether the span's first two words or more are a name the lists know ("New York", "South

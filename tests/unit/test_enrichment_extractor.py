@@ -353,6 +353,12 @@ def test_a_verb_that_starts_a_sentence_is_not_part_of_the_name_after_it():
     gaz = load_gazetteer()
     assert extract_entities("Visited Paris with Tom.", gaz) == {"people": ["Tom"], "places": ["Paris"]}
     assert extract_entities("Called Sarah Jones today.", gaz) == {"people": ["Sarah Jones"]}
+    # A lone surname after a past or an imperative; a gerund before one starts a title.
+    assert extract_entities("Called Jones about the contract.", gaz) == {"people": ["Jones"]}
+    assert extract_entities("Heard Jones speak.", gaz) == {"people": ["Jones"]}
+    assert extract_entities("Email Jones the file.", gaz) == {"people": ["Jones"]}
+    assert extract_entities("Met Jones at lunch.", gaz) == {"people": ["Jones"]}
+    assert extract_entities("Breaking Bad is great.", gaz) == {"concepts": ["Breaking Bad"]}
     # A first name or a known name is not a verb, and an unknown name after one stays as it was.
     assert extract_entities("Mohammed Ali boxed.", gaz) == {"people": ["Mohammed Ali"]}
     assert extract_entities("United Airlines lost my bag.", gaz) == {"concepts": ["United Airlines"]}
