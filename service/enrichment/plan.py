@@ -168,8 +168,8 @@ def marked_query(bank: str) -> dict:
 
 def start_query(bank: str | None) -> dict:
     """What a worker's first scans look for: pending_query's memories, and enriched ones edited since
-    their run that no mark says so — stores written before an edit marked its memory, and PATCHes of
-    other fields (importance, ...) whose record of being seen (worker._note_seen) a restart lost. A
+    their run that no mark says so: stores written before an edit marked its memory, or moved the
+    run's `source_updated_at` along with an edit of other fields (codec.enrichment_after_edit). A
     script over every enriched memory: run until caught up, then pending_query alone (jobs.ScanSchedule)."""
     edited = {"script": {"script": {"lang": "painless", "source": (
         "if (doc['updated_at'].size() == 0) { return false; } "

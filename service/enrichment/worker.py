@@ -341,8 +341,9 @@ class EnrichmentWorker:
             self.tally.add(edges_taken_back=taken_back)
 
     def _note_seen(self, subject: plan.Subject) -> None:
-        """An unchanged memory was PATCHed (importance, ...): remember its updated_at, or every
-        restart would pick it up again."""
+        """An unchanged memory was edited since its run (an edit of other fields, importance, ..., in a
+        store written before such an edit moved the run's record along: codec.enrichment_after_edit):
+        remember its updated_at, or every restart would pick it up again."""
         self.memories.bulk(self._bank_of(subject.source), [{"_op_type": "update", "_index": self.memories.alias, "_id": subject.id,
                            "doc": {"enrichment": {"source_updated_at": subject.source.get("updated_at")}}}],
                            "record enrichment", refresh="false")

@@ -171,13 +171,21 @@ ENRICHMENT_PENDING, ENRICHMENT_DONE, ENRICHMENT_FAILED = "pending", "done", "fai
 ENRICHMENT_INPUTS = frozenset({"content", "tags", "metadata", "timestamp"})
 
 
-def marked_for_enrichment(source: Mapping[str, Any], changed: Iterable[str]) -> dict[str, Any] | None:
-    """The `enrichment` record to write with a change of an enriched memory's inputs: marked pending
-    in the same write, so no restart can lose it (None: nothing to mark)."""
+def enrichment_after_edit(source: Mapping[str, Any], changed: Iterable[str], updated_at: str) -> dict[str, Any] | None:
+    """The `enrichment` record to write with an edit of an enriched memory (None: leave it as is). A
+    change of its inputs marks it pending in the same write, so no restart can lose it. Any other edit
+    (importance, pinned, ...) of a memory enriched as it stood moves the run's `source_updated_at`
+    along with `updated_at`, so the first scans after a restart (plan.start_query: enriched, edited
+    since its run) do not find it again."""
     enrichment = source.get("enrichment")
-    if not isinstance(enrichment, dict) or not enrichment.get("status") or ENRICHMENT_INPUTS.isdisjoint(changed):
+    if not isinstance(enrichment, dict) or not enrichment.get("status"):
         return None
-    return {**enrichment, "status": ENRICHMENT_PENDING}
+    if not ENRICHMENT_INPUTS.isdisjoint(changed):
+        return {**enrichment, "status": ENRICHMENT_PENDING}
+    ran_on = enrichment.get("source_updated_at")
+    if enrichment["status"] == ENRICHMENT_DONE and ran_on is not None and ran_on == source.get("updated_at"):
+        return {**enrichment, "source_updated_at": updated_at}
+    return None
 
 
 # --- portable records (export lines, backup nodes) ----------------------------------------------------

@@ -65,7 +65,7 @@ class Emitter:
         fields = sorted(req.model_dump(exclude_unset=True)) if hasattr(req, "model_dump") else []
         log.info("memory_updated", extra={"memory_id": memory_id, "fields": fields, "latency_ms": P.ms(self.elapsed()), "storage_status": "updated"})
         self.publish("memory.update", P.update_event(memory_id, memory, fields))
-        if not ENRICHMENT_INPUTS.isdisjoint(fields):  # the write marked it too (codec.marked_for_enrichment): this is the fast path
+        if not ENRICHMENT_INPUTS.isdisjoint(fields):  # the write marked it too (codec.enrichment_after_edit): this is the fast path
             self.enrich([memory_id])
 
     def deleted(self, memory_id: str) -> None:

@@ -20,7 +20,7 @@ from service.memory.types import EXPLICIT_TYPE_CONFIDENCE, classify, canonical_t
 from service.graph.links import take_back_orphans
 from service.graph.registry import Association
 from service.graph.supersession import supersession_entry
-from service.memory.codec import marked_for_enrichment, without_derived
+from service.memory.codec import enrichment_after_edit, without_derived
 from service.memory.models import MemoryCreate, MemoryFields, MemoryUpdate, valid_id
 from service.storage.bulk import ItemError, PartialDelete
 from service.storage.client import MAYBE_APPLIED
@@ -428,9 +428,9 @@ def patch_changes(
         changes["t_valid"] if "t_valid" in changes else current.get("t_valid"),
         changes["t_invalid"] if "t_invalid" in changes else current.get("t_invalid"),
     )
-    mark = marked_for_enrichment(current, [k for k, v in changes.items() if current.get(k) != v])
-    if mark is not None:
-        changes["enrichment"] = mark
+    enrichment = enrichment_after_edit(current, [k for k, v in changes.items() if current.get(k) != v], updated_at)
+    if enrichment is not None:
+        changes["enrichment"] = enrichment
     changes["updated_at"] = updated_at
     return changes
 

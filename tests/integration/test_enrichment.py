@@ -250,9 +250,11 @@ def test_an_edit_of_what_enrichment_reads_marks_the_memory_pending_in_the_same_w
     m = memory(api, mid)
     assert m["enrichment"]["status"] == ("pending" if marked else "done")
     assert "entity:places:tokyo" in m["tags"] or "tags" in edit  # the derived fields stay until the run
-    # A fresh process (the first one's queue lost, as by a restart): its quick look finds the mark alone.
+    # A fresh process (the first one's queue lost, as by a restart): its quick look finds the mark alone,
+    # and so does its first full scan (an edit of other fields moved the run's record along).
     fresh = _manual_worker(make_client(index_prefix=prefix))
     assert fresh.scan(quick=True) == int(marked)
+    assert _manual_worker(make_client(index_prefix=prefix)).scan() == int(marked)
 
 
 def test_edits_a_store_holds_no_mark_for_are_found_by_the_first_full_scans(make_client):

@@ -109,14 +109,24 @@ def test_lone_surrogate(value, expected):
     assert codec.lone_surrogate(value, "m") == expected
 
 
-@pytest.mark.parametrize("source, changed, mark", [
+RUN = {"status": "done", "source_updated_at": "2026-12-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize("source, changed, record", [
     ({"enrichment": {"status": "done", "rules": 3}}, {"content", "updated_at"}, {"status": "pending", "rules": 3}),
     ({"enrichment": {"status": "failed", "attempts": 3}}, {"tags"}, {"status": "pending", "attempts": 3}),  # new inputs, a new try
     ({"enrichment": {"status": "pending", "forced": True}}, {"metadata"}, {"status": "pending", "forced": True}),
     ({"enrichment": {"status": "done"}}, {"timestamp"}, {"status": "pending"}),
-    ({"enrichment": {"status": "done"}}, {"importance", "pinned", "updated_at"}, None),  # nothing enrichment reads
+    ({"enrichment": {"status": "done"}}, {"importance", "pinned", "updated_at"}, None),  # nothing enrichment reads, no run recorded
     ({}, {"content"}, None),  # never enriched: pending already, by having no status
     ({"enrichment": "garbage"}, {"content"}, None),
+    # Another field, of a memory enriched as it stood: the run's record moves along (no restart finds it).
+    ({"updated_at": RUN["source_updated_at"], "enrichment": RUN}, {"importance", "updated_at"}, {**RUN, "source_updated_at": "NOW"}),
+    ({"updated_at": RUN["source_updated_at"], "enrichment": RUN}, {"content"}, {**RUN, "status": "pending"}),
+    # Edited since its run, in a store written before edits marked their memory: the start scan's to find.
+    ({"updated_at": "2026-12-02T00:00:00Z", "enrichment": RUN}, {"importance"}, None),
+    ({"updated_at": RUN["source_updated_at"], "enrichment": {**RUN, "status": "pending"}}, {"importance"}, None),
+    ({"updated_at": RUN["source_updated_at"], "enrichment": {**RUN, "status": "failed"}}, {"pinned"}, None),
 ])
-def test_an_edit_of_enrichment_inputs_marks_the_memory_pending(source, changed, mark):
-    assert codec.marked_for_enrichment(source, changed) == mark
+def test_the_enrichment_record_an_edit_writes(source, changed, record):
+    assert codec.enrichment_after_edit(source, changed, "NOW") == record
