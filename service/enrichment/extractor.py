@@ -48,7 +48,7 @@ MAX_TEXT = 20_000
 # when the extractor reads text differently (these rules, naming.py, cue_words.py, the word lists):
 # GET /enrichment/status and the start-up log count memories of an older edition, which `engram
 # reenrich` enriches again. tests/unit/test_extraction_rules.py notices a change left unbumped.
-EXTRACTION_RULES = 3
+EXTRACTION_RULES = 4
 _QUOTED = re.compile(r"(?:\"|“)([A-Z0-9][^\"”\n]{0,80}?)(?:\"|”)|(?<![A-Za-z0-9])'([A-Z][^'\n]{0,80}?)'(?![A-Za-z0-9])")
 _POSSESSIVE = re.compile(r"['’]s$")
 # A verb in the third person or the past ("Rachel works", "Jon moved"): the word before is a subject.
